@@ -1,0 +1,301 @@
+"""REINFORCE: the policy gradient with reward-to-go, on discrete actions.
+
+A network gives the policy pi_theta(a|s). Play whole episodes with it, then step
+along the policy gradient
+
+    grad J(theta) = E[ sum_t grad log pi_theta(a_t|s_t) * G_t ]
+    G_t = r_t + gamma * r_{t+1} + gamma^2 * r_{t+2} + ...   (reward-to-go)
+
+Autograd gives that gradient from the loss  L = -mean_t log pi_theta(a_t|s_t) * G_t.
+Each action is credited only with the rewards that came after it. With no critic
+to estimate what comes after a cut, every rollout is made of whole episodes.
+
+Paper: Williams (1992), "Simple statistical gradient-following algorithms for
+connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 13.
+
+    python reinforce.py                                   # CartPole-v1
+    python reinforce.py --env-id Acrobot-v1 --total-timesteps 300000
+    tensorboard --logdir runs
+"""
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = Path(__file__).name
+
+
+def fail(message):
+    """Bad input: one line on stderr and exit status 2, never a traceback."""
+    print(f"{SCRIPT}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(2)
+
+
+def positive_int(text):
+    if int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return int(text)
+
+
+def nonnegative_int(text):
+    if int(text) < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return int(text)
+
+
+def positive_float(text):
+    if not float(text) > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return float(text)
+
+
+def unit_interval(text):
+    if not 0 <= float(text) <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return float(text)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
+    arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
+    arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
+    arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
+    arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
+    arg("--num-steps", type=positive_int, default=200, help="min steps per env in a rollout")
+    arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
+    arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
+    arg("--normalize-returns", action=on_off, default=True, help="G_t to mean 0, std 1 per batch")
+    arg("--cuda", action="store_true", help="train on the GPU if one is usable")
+    arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
+    arg("--capture-video", action="store_true", help="film the evaluation (needs moviepy)")
+    arg("--save-model", action="store_true", help="save the weights in the run directory")
+    arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
+    arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
+    return parser.parse_args(argv)
+
+
+def make_env(env_id, num_envs):
+    """`num_envs` copies of the env, stepped together, recording each episode's return.
+
+    Gymnasium 1.x vector envs reset an env on the step AFTER its episode ends: that
+    step ignores the action and returns the new episode's first observation with
+    reward 0. It is not a transition of the policy; train() keeps it out of the loss.
+    """
+    try:
+        envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync")
+    except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
+        fail(f"cannot make {env_id}: {error}")
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        fail(
+            f"{env_id} has {envs.single_action_space} actions; {SCRIPT} needs Discrete "
+            "actions: use ppo_continuous.py for Box actions"
+        )
+    return gym.wrappers.vector.RecordEpisodeStatistics(envs)
+
+
+def make_eval_env(env_id, video_dir=None):
+    """One env for the final evaluation, recording video if asked."""
+    env = gym.make(env_id, render_mode="rgb_array" if video_dir else None)
+    if video_dir:
+        try:
+            env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
+        except gym.error.DependencyNotInstalled as error:
+            fail(f"--capture-video: {error}")
+    return env
+
+
+class Agent(nn.Module):
+    """The policy: observation -> logits of a categorical distribution over actions."""
+
+    def __init__(self, obs_dim, n_actions, hidden=64):
+        super().__init__()
+        self.actor = nn.Sequential(
+            nn.Linear(obs_dim, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, n_actions),
+        )
+
+    def get_action(self, x, action=None):
+        """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy)."""
+        dist = Categorical(logits=self.actor(x))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action), dist.entropy()
+
+
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    """Reward-to-go G_t = r_t + gamma * (1 - done_t) * G_{t+1}, with G_T = last_value.
+
+    Time runs along dim 0, (T,) or (T, N). dones[t] is true when step t ended its
+    episode, so no reward flows back across the end of an episode.
+    """
+    returns = torch.zeros_like(rewards)
+    next_return = torch.zeros_like(rewards[0]) if last_value is None else last_value
+    for t in reversed(range(len(rewards))):
+        next_return = rewards[t] + gamma * (1.0 - dones[t].to(rewards.dtype)) * next_return
+        returns[t] = next_return
+    return returns
+
+
+def reinforce_loss(logprobs, returns):
+    """L = -mean_t log pi(a_t|s_t) * G_t; its gradient is minus the policy gradient."""
+    return -(logprobs * returns).mean()
+
+
+def evaluate(agent, env, episodes, seed, device):
+    """Returns of `episodes` episodes that take the most likely action, argmax_a pi(a|s)."""
+    returns = []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        done, episode_return = False, 0.0
+        while not done:
+            with torch.no_grad():
+                logits = agent.actor(torch.as_tensor(obs, dtype=torch.float32, device=device))
+            obs, reward, terminated, truncated, _ = env.step(logits.argmax().item())
+            episode_return += float(reward)
+            done = terminated or truncated
+        returns.append(episode_return)
+    return returns
+
+
+def train(args):
+    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
+    run_dir = args.run_dir or f"runs/{run_name}"
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    torch.set_num_threads(1)  # a small MLP runs faster on one CPU thread than on several
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+    if args.cuda and device.type == "cpu":
+        print(
+            f"{SCRIPT}: warning: --cuda given but no usable GPU; training on the CPU",
+            file=sys.stderr,
+        )
+
+    envs = make_env(args.env_id, args.num_envs)
+    eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
+    agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
+
+    writer = SummaryWriter(run_dir)
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n"
+        + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+    print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}")
+
+    global_step, iteration, episode_returns, interrupted = 0, 0, [], False
+    start_time = last_print = time.time()
+    try:
+        while iteration == 0 or global_step < args.total_timesteps:
+            iteration += 1
+            # Rollout of whole episodes. Every env starts a new episode and plays at least
+            # num_steps steps, then until its episode ends; after that it idles (valid=False).
+            next_obs, _ = envs.reset()
+            obs, actions, rewards, dones, valid = [], [], [], [], []
+            playing = np.ones(args.num_envs, dtype=bool)
+            prev_done = np.zeros(args.num_envs, dtype=bool)
+            while playing.any():
+                obs.append(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+                valid.append(torch.as_tensor(playing & ~prev_done))  # not an autoreset step
+                with torch.no_grad():
+                    action, _, _ = agent.get_action(obs[-1])
+                next_obs, reward, terminated, truncated, infos = envs.step(action.cpu().numpy())
+                global_step += args.num_envs
+                # Without a critic, a time-limit truncation is treated like a termination.
+                prev_done = terminated | truncated
+                actions.append(action)
+                rewards.append(torch.as_tensor(reward, dtype=torch.float32, device=device))
+                dones.append(torch.as_tensor(prev_done, device=device))
+                playing &= ~(prev_done & (len(obs) >= args.num_steps))
+                for i in np.flatnonzero(infos.get("_episode", [])):
+                    episode_return, length = infos["episode"]["r"][i], infos["episode"]["l"][i]
+                    episode_returns.append((global_step, float(episode_return)))
+                    writer.add_scalar("charts/episodic_return", episode_return, global_step)
+                    writer.add_scalar("charts/episodic_length", length, global_step)
+
+            # Reward-to-go for every step, then keep the steps of the policy's own episodes.
+            returns = discounted_returns(torch.stack(rewards), torch.stack(dones), args.gamma)
+            mask = torch.stack(valid).to(device)
+            b_obs, b_actions, b_returns = (
+                torch.stack(obs)[mask],
+                torch.stack(actions)[mask],
+                returns[mask],
+            )
+            if args.normalize_returns:
+                b_returns = (b_returns - b_returns.mean()) / (b_returns.std() + 1e-8)
+
+            # One gradient step on the whole batch.
+            _, logprobs, entropy = agent.get_action(b_obs, b_actions)
+            loss = reinforce_loss(logprobs, b_returns)
+            if not torch.isfinite(loss):
+                writer.close()
+                sys.exit(
+                    f"{SCRIPT}: error: loss is {loss.item()} at iteration {iteration}; "
+                    "try a smaller --learning-rate"
+                )
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+            sps = int(global_step / (time.time() - start_time))
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("charts/SPS", sps, global_step)
+            writer.add_scalar("losses/policy_loss", loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy.mean().item(), global_step)
+            if time.time() - last_print > 2 or global_step >= args.total_timesteps:
+                last_print = time.time()
+                recent = np.mean([r for _, r in episode_returns[-20:]] or [np.nan])
+                left = max(0, args.total_timesteps - global_step) / max(sps, 1)
+                print(
+                    f"step {global_step:>8}/{args.total_timesteps} | SPS {sps:>5} | "
+                    f"{left:4.0f}s left | return (last 20 episodes) {recent:6.1f}"
+                )
+    except KeyboardInterrupt:
+        print(f"{SCRIPT}: interrupted at step {global_step}; stopping cleanly")
+        interrupted = True
+    envs.close()
+    sps = int(global_step / (time.time() - start_time))
+
+    if args.save_model:
+        torch.save(agent.state_dict(), f"{run_dir}/{Path(SCRIPT).stem}.pt")
+        print(f"saved the weights to {run_dir}/{Path(SCRIPT).stem}.pt")
+    episodes = 0 if interrupted else args.eval_episodes
+    eval_returns = evaluate(agent, eval_env, episodes, args.seed + 10_000, device)
+    for episode, episode_return in enumerate(eval_returns):
+        writer.add_scalar("eval/episodic_return", episode_return, episode)
+    if eval_returns:
+        print(
+            f"evaluation over {len(eval_returns)} episodes: "
+            f"{np.mean(eval_returns):.1f} +/- {np.std(eval_returns):.1f}"
+        )
+    eval_env.close()
+    writer.close()
+    return dict(
+        agent=agent,
+        episode_returns=episode_returns,
+        global_step=global_step,
+        sps=sps,
+        eval_returns=eval_returns,
+        run_dir=run_dir,
+    )
+
+
+if __name__ == "__main__":
+    train(parse_args())
