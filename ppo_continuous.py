@@ -1,0 +1,464 @@
+"""PPO for continuous actions: a diagonal Gaussian policy, with normalized inputs.
+
+ppo_gae.py with the changes that Box actions need:
+
+    pi_theta(a|s) = N(a; mu_theta(s), diag(sigma^2)),  log sigma a learned vector (no s)
+    log pi(a|s) = sum_i [ -(a_i - mu_i)^2 / (2 sigma_i^2) - log sigma_i - log(2 pi) / 2 ]
+    entropy     = sum_i [ log sigma_i + (1 + log(2 pi)) / 2 ]
+
+The sampled action a is what the loss scores; the env gets a clipped to its bounds.
+Observations are normalized by running mean and variance (then clipped to +-10); the
+statistics live in the Agent, so --save-model keeps them and evaluation uses them frozen.
+Rewards are divided by the running std of the discounted return (then clipped to +-10),
+which keeps the value targets on one scale whatever the env's reward units.
+
+Papers: Schulman et al. (2017), arXiv:1707.06347; Andrychowicz et al. (2021), "What
+Matters in On-Policy Reinforcement Learning?", arXiv:2006.05990.
+
+    python ppo_continuous.py                              # Pendulum-v1
+    pip install "gymnasium[mujoco]"
+    python ppo_continuous.py --env-id HalfCheetah-v5 --total-timesteps 1000000
+    python ppo_continuous.py --load-model runs/RUN/ppo_continuous.pt --env-id Pendulum-v1
+"""
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.distributions import Normal
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = Path(__file__).name
+
+
+def fail(message):
+    """Bad input: one line on stderr and exit status 2, never a traceback."""
+    print(f"{SCRIPT}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(2)
+
+
+def positive_int(text):
+    if int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return int(text)
+
+
+def nonnegative_int(text):
+    if int(text) < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return int(text)
+
+
+def positive_float(text):
+    if not float(text) > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return float(text)
+
+
+def nonnegative_float(text):
+    if not float(text) >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return float(text)
+
+
+def unit_interval(text):
+    if not 0 <= float(text) <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return float(text)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
+    arg("--env-id", default="Pendulum-v1", help="Gymnasium env id, with Box actions")
+    arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
+    arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
+    arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
+    arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
+    arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
+    arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
+    arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
+    arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
+    arg("--num-minibatches", type=positive_int, default=4, help="minibatches per epoch")
+    arg("--update-epochs", type=positive_int, default=10, help="passes over each rollout")
+    arg("--normalize-advantages", action=on_off, default=True, help="per-minibatch A to N(0, 1)")
+    arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
+    arg("--clip-vloss", action=on_off, default=False, help="clip V around its old values too")
+    arg("--ent-coef", type=nonnegative_float, default=0.0, help="weight c_H of the entropy bonus")
+    arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
+    arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
+    arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
+    arg("--cuda", action="store_true", help="train on the GPU if one is usable")
+    arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
+    arg("--capture-video", action="store_true", help="film the evaluation (needs moviepy)")
+    arg("--save-model", action="store_true", help="save the weights in the run directory")
+    arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
+    arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
+    arg("--load-model", default=None, help="evaluate this saved model instead of training")
+    args = parser.parse_args(argv)
+    if (args.num_envs * args.num_steps) % args.num_minibatches:
+        parser.error(
+            f"a batch of --num-envs x --num-steps = {args.num_envs * args.num_steps} does not "
+            f"split into --num-minibatches {args.num_minibatches}"
+        )
+    return args
+
+
+def make_env(env_id, num_envs, gamma):
+    """`num_envs` copies of the env, stepped together, recording each episode's return,
+    with rewards scaled by the running std of the discounted return, then clipped.
+
+    Gymnasium 1.x vector envs reset an env on the step AFTER its episode ends: that
+    step ignores the action and returns the new episode's first observation with
+    reward 0. It is not a transition of the policy; train() keeps it out of the loss.
+    """
+    try:
+        envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync")
+    except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
+        fail(f"cannot make {env_id}: {error}")
+    if not isinstance(envs.single_action_space, gym.spaces.Box):
+        fail(
+            f"{env_id} has {envs.single_action_space} actions; {SCRIPT} needs Box "
+            "actions: use ppo_gae.py for Discrete actions"
+        )
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)  # raw returns, before scaling
+    envs = gym.wrappers.vector.NormalizeReward(envs, gamma=gamma)
+    return gym.wrappers.vector.ClipReward(envs, -10.0, 10.0)
+
+
+def make_eval_env(env_id, video_dir=None):
+    """One env for the final evaluation, recording video if asked."""
+    env = gym.make(env_id, render_mode="rgb_array" if video_dir else None)
+    if video_dir:
+        try:
+            env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
+        except gym.error.DependencyNotInstalled as error:
+            fail(f"--capture-video: {error}")
+    return env
+
+
+def layer_init(layer, std=2**0.5, bias=0.0):
+    """Orthogonal weights of gain `std`, constant bias: the usual PPO initialization."""
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+class RunningNorm(nn.Module):
+    """x -> clip((x - mean) / sqrt(var + 1e-8), -10, 10), with the running mean and variance
+    of every x passed to update(). They are buffers: saved with the weights, not trained."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(shape))
+        self.register_buffer("var", torch.ones(shape))
+        self.register_buffer("count", torch.tensor(1e-4))
+
+    def update(self, x):
+        """Merge the batch x (B, *shape) into the statistics (Chan et al.'s parallel update)."""
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, correction=0), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + batch_count
+        self.mean += delta * batch_count / total
+        self.var = (
+            self.var * self.count
+            + batch_var * batch_count
+            + delta**2 * self.count * batch_count / total
+        ) / total
+        self.count = total
+
+    def forward(self, x):
+        return ((x - self.mean) / torch.sqrt(self.var + 1e-8)).clamp(-10.0, 10.0)
+
+
+class Agent(nn.Module):
+    """Actor: normalized observation -> mean of a Gaussian, with a learned log-std vector.
+    Critic: normalized observation -> V(s). No shared weights."""
+
+    def __init__(self, obs_dim, action_dim, hidden=64):
+        super().__init__()
+        self.obs_norm = RunningNorm(obs_dim)
+        self.actor_mean = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, hidden)),
+            nn.Tanh(),
+            layer_init(nn.Linear(hidden, hidden)),
+            nn.Tanh(),
+            layer_init(nn.Linear(hidden, action_dim), std=0.01),  # start near mean 0
+        )
+        self.actor_logstd = nn.Parameter(torch.zeros(action_dim))  # sigma = 1 to start
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, hidden)),
+            nn.Tanh(),
+            layer_init(nn.Linear(hidden, hidden)),
+            nn.Tanh(),
+            layer_init(nn.Linear(hidden, 1), std=1.0),
+        )
+
+    def get_value(self, x):
+        return self.critic(x)
+
+    def get_action_and_value(self, x, action=None):
+        """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy, V(x)).
+        Log-prob and entropy of the independent action dimensions add up."""
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+
+
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    """Generalized advantage estimates and the value targets, time along dim 0.
+
+    delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
+    A_t     = delta_t + gamma * lambda * (1 - episode_end_t) * A_{t+1},  A_T = 0
+    returns = A + V
+
+    next_values[t] is V(s_{t+1}); on a truncated step it is V of the episode's real final
+    observation, which bootstraps the cut-off return. A termination zeroes the bootstrap;
+    any episode end (terminated or truncated) stops A from flowing back across it.
+    """
+    advantages = torch.zeros_like(rewards)
+    next_advantage = torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        not_terminated = 1.0 - terminated[t].to(rewards.dtype)
+        not_ended = 1.0 - episode_end[t].to(rewards.dtype)
+        delta = rewards[t] + gamma * not_terminated * next_values[t] - values[t]
+        next_advantage = delta + gamma * gae_lambda * not_ended * next_advantage
+        advantages[t] = next_advantage
+    return advantages, advantages + values
+
+
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    """L_clip = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t), rho_t = pi / pi_old."""
+    ratio = (new_logprobs - old_logprobs).exp()
+    clipped_ratio = ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return -torch.min(ratio * advantages, clipped_ratio * advantages).mean()
+
+
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    """L_V = mean_t (R_t - V(s_t))^2. With old_values and clip_coef, the elementwise max of
+    that and (R_t - V_clip)^2, V_clip = V_old + clip(V - V_old, -eps, eps), as in PPO2."""
+    loss = (returns - values) ** 2
+    if old_values is not None and clip_coef is not None:
+        clipped_values = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+        loss = torch.max(loss, (returns - clipped_values) ** 2)
+    return loss.mean()
+
+
+def evaluate(agent, env, episodes, seed, device):
+    """Returns of `episodes` episodes that take the mean action mu(s), clipped to the bounds.
+    The observation statistics stay frozen: evaluation does not update them."""
+    low, high = env.action_space.low, env.action_space.high
+    returns = []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        done, episode_return = False, 0.0
+        while not done:
+            with torch.no_grad():
+                x = agent.obs_norm(torch.as_tensor(obs, dtype=torch.float32, device=device))
+                action = agent.actor_mean(x).cpu().numpy()
+            obs, reward, terminated, truncated, _ = env.step(np.clip(action, low, high))
+            episode_return += float(reward)
+            done = terminated or truncated
+        returns.append(episode_return)
+    return returns
+
+
+def train(args):
+    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
+    run_dir = args.run_dir or f"runs/{run_name}"
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    torch.set_num_threads(1)  # a small MLP runs faster on one CPU thread than on several
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+    if args.cuda and device.type == "cpu":
+        print(
+            f"{SCRIPT}: warning: --cuda given but no usable GPU; training on the CPU",
+            file=sys.stderr,
+        )
+
+    envs = make_env(args.env_id, args.num_envs, args.gamma)
+    eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
+    obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
+    agent = Agent(obs_dim, action_dim).to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+
+    writer = SummaryWriter(run_dir)
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n"
+        + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+    print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}")
+
+    # Rollout storage, time-major: (num_steps, num_envs).
+    shape = (args.num_steps, args.num_envs)
+    obs = torch.zeros(shape + envs.single_observation_space.shape, device=device)
+    actions = torch.zeros(shape + envs.single_action_space.shape, device=device)
+    logprobs = torch.zeros(shape, device=device)
+    rewards = torch.zeros(shape, device=device)
+    values = torch.zeros(shape, device=device)
+    terminations = torch.zeros(shape, device=device)
+    truncations = torch.zeros(shape, device=device)
+    valid = torch.zeros(shape, dtype=torch.bool, device=device)
+
+    global_step, episode_returns, interrupted = 0, [], False
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = max(1, args.total_timesteps // batch_size)
+    action_low, action_high = envs.single_action_space.low, envs.single_action_space.high
+    if args.load_model:  # evaluate a saved model (weights and observation statistics) only
+        try:
+            agent.load_state_dict(torch.load(args.load_model, map_location=device))
+        except (OSError, RuntimeError) as error:
+            fail(f"cannot load --load-model {args.load_model}: {error}")
+        num_iterations = 0
+    start_time = last_print = time.time()
+    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+    agent.obs_norm.update(next_obs)  # running statistics of every observation seen
+    next_obs = agent.obs_norm(next_obs)  # what the networks see, and what is stored
+    next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
+    try:
+        for iteration in range(1, num_iterations + 1):
+            if args.anneal_lr:  # linearly from --learning-rate down to 0 at the last update
+                lr = args.learning_rate * (1 - (iteration - 1) / num_iterations)
+                optimizer.param_groups[0]["lr"] = lr
+            for step in range(args.num_steps):
+                obs[step] = next_obs
+                valid[step] = ~next_done  # the step after an episode's end is gymnasium's reset
+                with torch.no_grad():
+                    action, logprob, _, value = agent.get_action_and_value(next_obs)
+                actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
+                # The env gets the action clipped to its bounds; the loss scores the sample itself.
+                env_action = np.clip(action.cpu().numpy(), action_low, action_high)
+                next_obs, reward, terminated, truncated, infos = envs.step(env_action)
+                global_step += args.num_envs
+                rewards[step] = torch.as_tensor(reward, device=device)
+                terminations[step] = torch.as_tensor(terminated, device=device)
+                truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
+                next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+                agent.obs_norm.update(next_obs)
+                next_obs = agent.obs_norm(next_obs)
+                next_done = torch.as_tensor(terminated | truncated, device=device)
+                for i in np.flatnonzero(infos.get("_episode", [])):
+                    episode_return, length = infos["episode"]["r"][i], infos["episode"]["l"][i]
+                    episode_returns.append((global_step, float(episode_return)))
+                    writer.add_scalar("charts/episodic_return", episode_return, global_step)
+                    writer.add_scalar("charts/episodic_length", length, global_step)
+
+            # GAE needs V(s_{t+1}) for every step. After a step that ends an episode, s_{t+1} is
+            # still that episode's final observation (the reset comes one step later).
+            with torch.no_grad():
+                next_values = torch.cat([values[1:], agent.get_value(next_obs).T])
+            advantages, returns = compute_gae(
+                rewards,
+                values,
+                next_values,
+                terminations,
+                torch.maximum(terminations, truncations),
+                args.gamma,
+                args.gae_lambda,
+            )
+
+            # Keep the policy's own steps, not gymnasium's reset steps.
+            b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
+            b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
+            clipfracs = []
+            for _ in range(args.update_epochs):
+                shuffled = torch.randperm(len(b_obs), device=device)
+                for mb in shuffled.tensor_split(args.num_minibatches):
+                    _, newlogprobs, entropy, newvalues = agent.get_action_and_value(
+                        b_obs[mb], b_actions[mb]
+                    )
+                    mb_advantages = b_advantages[mb]
+                    if args.normalize_advantages:
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (
+                            mb_advantages.std(correction=0) + 1e-8
+                        )
+                    policy_loss = ppo_loss(
+                        newlogprobs, b_logprobs[mb], mb_advantages, args.clip_coef
+                    )
+                    old_values = b_values[mb] if args.clip_vloss else None
+                    v_loss = value_loss(
+                        newvalues.flatten(), b_returns[mb], old_values, args.clip_coef
+                    )
+                    loss = policy_loss - args.ent_coef * entropy.mean() + args.vf_coef * v_loss
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    optimizer.step()
+                    with torch.no_grad():  # how far the policy has moved from pi_old
+                        logratio = newlogprobs - b_logprobs[mb]
+                        approx_kl = ((logratio.exp() - 1) - logratio).mean()
+                        clipfracs.append(
+                            ((logratio.exp() - 1).abs() > args.clip_coef).float().mean()
+                        )
+                if args.target_kl is not None and approx_kl > args.target_kl:
+                    break  # the policy has moved far enough on this batch
+            if not (torch.isfinite(policy_loss) and torch.isfinite(v_loss)):
+                writer.close()
+                sys.exit(
+                    f"{SCRIPT}: error: loss is not finite at iteration {iteration}; "
+                    "try a smaller --learning-rate"
+                )
+
+            explained_var = 1 - (b_returns - b_values).var() / b_returns.var()
+            sps = int(global_step / (time.time() - start_time))
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("charts/SPS", sps, global_step)
+            writer.add_scalar("losses/policy_loss", policy_loss.item(), global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy.mean().item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var.item(), global_step)
+            if time.time() - last_print > 2 or iteration == num_iterations:
+                last_print = time.time()
+                recent = np.mean([r for _, r in episode_returns[-20:]] or [np.nan])
+                left = max(0, args.total_timesteps - global_step) / max(sps, 1)
+                print(
+                    f"step {global_step:>8}/{args.total_timesteps} | SPS {sps:>5} | "
+                    f"{left:4.0f}s left | return (last 20 episodes) {recent:6.1f}"
+                )
+    except KeyboardInterrupt:
+        print(f"{SCRIPT}: interrupted at step {global_step}; stopping cleanly")
+        interrupted = True
+    envs.close()
+    sps = int(global_step / (time.time() - start_time))
+
+    if args.save_model:
+        torch.save(agent.state_dict(), f"{run_dir}/{Path(SCRIPT).stem}.pt")
+        print(f"saved the weights to {run_dir}/{Path(SCRIPT).stem}.pt")
+    episodes = 0 if interrupted else args.eval_episodes
+    eval_returns = evaluate(agent, eval_env, episodes, args.seed + 10_000, device)
+    for episode, episode_return in enumerate(eval_returns):
+        writer.add_scalar("eval/episodic_return", episode_return, episode)
+    if eval_returns:
+        print(
+            f"evaluation over {len(eval_returns)} episodes: "
+            f"{np.mean(eval_returns):.1f} +/- {np.std(eval_returns):.1f}"
+        )
+    eval_env.close()
+    writer.close()
+    return dict(
+        agent=agent,
+        episode_returns=episode_returns,
+        global_step=global_step,
+        sps=sps,
+        eval_returns=eval_returns,
+        run_dir=run_dir,
+    )
+
+
+if __name__ == "__main__":
+    train(parse_args())
