@@ -42,6 +42,16 @@ def fail(message):
     sys.exit(2)
 
 
+def check_finite(loss, iteration, writer):
+    """Stop on a NaN or inf loss before it reaches the weights, naming the iteration."""
+    if not torch.isfinite(loss):
+        writer.close()
+        sys.exit(
+            f"{SCRIPT}: error: loss is {loss.item()} at iteration {iteration}; "
+            "try a smaller --learning-rate"
+        )
+
+
 def positive_int(text):
     if int(text) <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
@@ -282,6 +292,7 @@ def train(args):
             for _ in range(args.update_epochs):
                 _, newlogprobs, entropy, newvalues = agent.get_action_and_value(b_obs, b_actions)
                 policy_loss = ppo_loss(newlogprobs, b_logprobs, b_advantages, args.clip_coef)
+                check_finite(policy_loss, iteration, writer)
                 optimizer.zero_grad()
                 policy_loss.backward()
                 optimizer.step()
@@ -292,15 +303,10 @@ def train(args):
             for _ in range(args.train_v_iters):
                 _, newlogprobs, entropy, newvalues = agent.get_action_and_value(b_obs, b_actions)
                 v_loss = value_loss(newvalues.flatten(), b_returns)
+                check_finite(v_loss, iteration, writer)
                 optimizer.zero_grad()
                 v_loss.backward()
                 optimizer.step()
-            if not (torch.isfinite(policy_loss) and torch.isfinite(v_loss)):
-                writer.close()
-                sys.exit(
-                    f"{SCRIPT}: error: loss is not finite at iteration {iteration}; "
-                    "try a smaller --learning-rate"
-                )
 
             explained_var = 1 - (b_returns - b_values).var() / b_returns.var()
             sps = int(global_step / (time.time() - start_time))

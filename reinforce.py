@@ -40,6 +40,16 @@ def fail(message):
     sys.exit(2)
 
 
+def check_finite(loss, iteration, writer):
+    """Stop on a NaN or inf loss before it reaches the weights, naming the iteration."""
+    if not torch.isfinite(loss):
+        writer.close()
+        sys.exit(
+            f"{SCRIPT}: error: loss is {loss.item()} at iteration {iteration}; "
+            "try a smaller --learning-rate"
+        )
+
+
 def positive_int(text):
     if int(text) <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
@@ -207,7 +217,7 @@ def train(args):
             iteration += 1
             # Rollout of whole episodes. Every env starts a new episode and plays at least
             # num_steps steps, then until its episode ends; after that it idles (valid=False).
-            next_obs, _ = envs.reset()
+            next_obs, _ = envs.reset(seed=args.seed if iteration == 1 else None)
             obs, actions, rewards, dones, valid = [], [], [], [], []
             playing = np.ones(args.num_envs, dtype=bool)
             prev_done = np.zeros(args.num_envs, dtype=bool)
@@ -239,17 +249,12 @@ def train(args):
                 returns[mask],
             )
             if args.normalize_returns:
-                b_returns = (b_returns - b_returns.mean()) / (b_returns.std() + 1e-8)
+                b_returns = (b_returns - b_returns.mean()) / (b_returns.std(correction=0) + 1e-8)
 
             # One gradient step on the whole batch.
             _, logprobs, entropy = agent.get_action(b_obs, b_actions)
             loss = reinforce_loss(logprobs, b_returns)
-            if not torch.isfinite(loss):
-                writer.close()
-                sys.exit(
-                    f"{SCRIPT}: error: loss is {loss.item()} at iteration {iteration}; "
-                    "try a smaller --learning-rate"
-                )
+            check_finite(loss, iteration, writer)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
