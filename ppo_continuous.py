@@ -90,14 +90,14 @@ def parse_args(argv=None):
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--env-id", default="Pendulum-v1", help="Gymnasium env id, with Box actions")
     arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
-    arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
+    arg("--total-timesteps", type=positive_int, default=100_000, help="env steps to train for")
+    arg("--num-envs", type=positive_int, default=16, help="envs played in parallel")
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
-    arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
-    arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
+    arg("--learning-rate", type=positive_float, default=3e-3, help="Adam step size")
+    arg("--gamma", type=unit_interval, default=0.9, help="discount factor")
     arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
     arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
-    arg("--num-minibatches", type=positive_int, default=4, help="minibatches per epoch")
+    arg("--num-minibatches", type=positive_int, default=8, help="minibatches per epoch")
     arg("--update-epochs", type=positive_int, default=10, help="passes over each rollout")
     arg("--normalize-advantages", action=on_off, default=True, help="per-minibatch A to N(0, 1)")
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
@@ -301,6 +301,11 @@ def train(args):
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(obs_dim, action_dim).to(device)
+    if args.load_model:  # evaluate a saved model (weights and observation statistics) only
+        try:
+            agent.load_state_dict(torch.load(args.load_model, map_location=device))
+        except Exception as error:  # missing, unreadable or not this Agent's weights
+            fail(f"cannot load --load-model {args.load_model}: {error}")
     # fused: one kernel updates every parameter, ~20% faster steps for a small MLP on CPU
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
@@ -325,19 +330,11 @@ def train(args):
 
     global_step, episode_returns, interrupted = 0, [], False
     batch_size = args.num_envs * args.num_steps
-    num_iterations = max(1, args.total_timesteps // batch_size)
+    num_iterations = 0 if args.load_model else max(1, args.total_timesteps // batch_size)
     action_low, action_high = envs.single_action_space.low, envs.single_action_space.high
-    if args.load_model:  # evaluate a saved model (weights and observation statistics) only
-        try:
-            agent.load_state_dict(torch.load(args.load_model, map_location=device))
-        except (OSError, RuntimeError) as error:
-            fail(f"cannot load --load-model {args.load_model}: {error}")
-        num_iterations = 0
     start_time = last_print = time.time()
     next_obs, _ = envs.reset(seed=args.seed)
-    next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    agent.obs_norm.update(next_obs)  # running statistics of every observation seen
-    next_obs = agent.obs_norm(next_obs)  # what the networks see, and what is stored
+    next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
     next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
     try:
         for iteration in range(1, num_iterations + 1):
@@ -358,8 +355,8 @@ def train(args):
                 terminations[step] = torch.as_tensor(terminated, device=device)
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-                agent.obs_norm.update(next_obs)
-                next_obs = agent.obs_norm(next_obs)
+                agent.obs_norm.update(next_obs)  # running statistics of the observations seen
+                next_obs = agent.obs_norm(next_obs)  # what the networks see, and what is stored
                 next_done = torch.as_tensor(terminated | truncated, device=device)
                 for i in np.flatnonzero(infos.get("_episode", [])):
                     episode_return, length = infos["episode"]["r"][i], infos["episode"]["l"][i]
@@ -386,8 +383,9 @@ def train(args):
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
             clipfracs = []
             for _ in range(args.update_epochs):
+                # Without reset steps the batch can be smaller than num_envs x num_steps.
                 shuffled = torch.randperm(len(b_obs), device=device)
-                for mb in shuffled.tensor_split(args.num_minibatches):
+                for mb in shuffled.tensor_split(min(args.num_minibatches, len(b_obs))):
                     _, newlogprobs, entropy, newvalues = agent.get_action_and_value(
                         b_obs[mb], b_actions[mb]
                     )

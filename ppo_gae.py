@@ -91,15 +91,15 @@ def parse_args(argv=None):
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
     arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
-    arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
-    arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
-    arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
-    arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
+    arg("--total-timesteps", type=positive_int, default=60_000, help="env steps to train for")
+    arg("--num-envs", type=positive_int, default=16, help="envs played in parallel")
+    arg("--num-steps", type=positive_int, default=16, help="steps per env in a rollout")
+    arg("--learning-rate", type=positive_float, default=1.5e-3, help="Adam step size")
+    arg("--gamma", type=unit_interval, default=0.98, help="discount factor")
     arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
-    arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
-    arg("--num-minibatches", type=positive_int, default=4, help="minibatches per epoch")
-    arg("--update-epochs", type=positive_int, default=10, help="passes over each rollout")
+    arg("--gae-lambda", type=unit_interval, default=0.8, help="lambda of GAE")
+    arg("--num-minibatches", type=positive_int, default=1, help="minibatches per epoch")
+    arg("--update-epochs", type=positive_int, default=20, help="passes over each rollout")
     arg("--normalize-advantages", action=on_off, default=True, help="per-minibatch A to N(0, 1)")
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--clip-vloss", action=on_off, default=False, help="clip V around its old values too")
@@ -335,8 +335,9 @@ def train(args):
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
             clipfracs = []
             for _ in range(args.update_epochs):
+                # Without reset steps the batch can be smaller than num_envs x num_steps.
                 shuffled = torch.randperm(len(b_obs), device=device)
-                for mb in shuffled.tensor_split(args.num_minibatches):
+                for mb in shuffled.tensor_split(min(args.num_minibatches, len(b_obs))):
                     _, newlogprobs, entropy, newvalues = agent.get_action_and_value(
                         b_obs[mb], b_actions[mb]
                     )

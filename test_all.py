@@ -6,11 +6,12 @@ Layout, one section per kind of check:
   0. the scripts under test (SCRIPTS: what differs between them), helpers, probe envs;
   1. pure functions, on cases worked out by hand;
   2. probe environments, each with one answer the agent must find;
-  3. gymnasium's autoreset steps never reach the loss;
+  3. what reaches the loss: never gymnasium's autoreset steps; for Box actions, the sample
+     itself, while the env gets it clipped;
   4. a short learning run on CartPole-v1;
   5. command line and bad input;
   6. reproducibility;
-  7. the dict that train() returns.
+  7. the dict that train() returns, and the saved model (--save-model, --load-model).
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -35,6 +36,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 
 import ppo  # noqa: E402
+import ppo_continuous  # noqa: E402
+import ppo_gae  # noqa: E402
 import reinforce  # noqa: E402
 import vpg  # noqa: E402
 
@@ -43,10 +46,15 @@ import vpg  # noqa: E402
 # ----------------------------------------------------------------------------------------------
 
 
+def flags(text):
+    return tuple(text.split())
+
+
 @dataclass(frozen=True)
 class Script:
     module: ModuleType
     critic: bool  # has Agent.get_value and learns V
+    discrete: bool  # Discrete actions; else Box actions, and the Box versions of the probes
     policy_loss: str  # the function train() calls for the policy loss
     returns_loss: str  # a function train() gives the batch's returns to ...
     returns_arg: int  # ... as this positional argument
@@ -54,8 +62,11 @@ class Script:
     returns_calls: int  # ... exactly this many times per rollout, and unnormalized
     own_positive: tuple  # the script's own flags that must be > 0
     tags: tuple  # TensorBoard scalars beyond the common ones
-    probe_argv: tuple  # hyperparameters that make the probes below learn in a few seconds
-    cartpole_steps: int  # --total-timesteps after which CartPole-v1 is clearly learned
+    env_id: str  # an env with its kind of actions and short episodes, for the short runs
+    hyper: tuple  # every learning hyperparameter, pinned: the defaults are being tuned
+    probe_argv: tuple  # what to change in `hyper` so that the probes learn in a few seconds
+    cartpole_steps: int = 0  # --total-timesteps after which CartPole-v1 is clearly learned
+    own_bad: tuple = ()  # more argvs that parse_args must refuse, naming their next-to-last word
 
     @property
     def name(self):
@@ -65,15 +76,53 @@ class Script:
     def path(self):
         return Path(self.module.__file__)
 
+    @property
+    def other_kind(self):  # an env with the other kind of actions, and the script it needs
+        return (
+            ("Pendulum-v1", "ppo_continuous.py") if self.discrete else ("CartPole-v1", "ppo_gae.py")
+        )
+
     def __repr__(self):  # the test ids
         return self.name
 
 
 CRITIC_TAGS = ("losses/value_loss", "losses/explained_variance")
+PPO_TAGS = CRITIC_TAGS + ("losses/approx_kl", "losses/clipfrac")
+# ppo_gae's and ppo_continuous's own: the first line learns CartPole-v1 in ~8k steps, the
+# rest are today's defaults.
+GAE_HYPER = flags(
+    "--num-envs 8 --num-steps 32 --num-minibatches 1 --update-epochs 20 --learning-rate 1e-3 "
+    "--gamma 0.98 --gae-lambda 0.8 --anneal-lr --normalize-advantages --clip-coef 0.2 "
+    "--no-clip-vloss --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5"
+)
+GAE_PROBE = flags(
+    "--num-envs 4 --num-steps 8 --num-minibatches 2 --update-epochs 4 --learning-rate 1e-2 "
+    "--max-grad-norm 1"
+)
+GAE_SCRIPT = dict(
+    critic=True,
+    policy_loss="ppo_loss",
+    returns_loss="value_loss",
+    returns_arg=1,
+    returns_argv=flags("--update-epochs 1 --num-minibatches 2"),
+    returns_calls=1,  # every minibatch once
+    own_positive=flags(
+        "--update-epochs --num-minibatches --clip-coef --vf-coef --max-grad-norm --target-kl"
+    ),
+    own_bad=(
+        ("--gae-lambda", "1.5"),
+        ("--ent-coef", "-0.1"),
+        flags("--num-envs 3 --num-steps 5 --num-minibatches 4"),  # 15 samples in 4 minibatches
+    ),
+    tags=PPO_TAGS,
+    hyper=GAE_HYPER,
+    probe_argv=GAE_PROBE,
+)
 SCRIPTS = [
     Script(
         module=reinforce,
         critic=False,
+        discrete=True,
         policy_loss="reinforce_loss",
         returns_loss="reinforce_loss",
         returns_arg=1,
@@ -81,12 +130,17 @@ SCRIPTS = [
         returns_calls=1,
         own_positive=(),
         tags=(),
+        env_id="CartPole-v1",
+        hyper=flags(
+            "--num-envs 8 --num-steps 200 --learning-rate 5e-3 --gamma 0.99 --normalize-returns"
+        ),
         probe_argv=("--num-envs", "8", "--num-steps", "4", "--learning-rate", "3e-2"),
         cartpole_steps=50_000,
     ),
     Script(
         module=vpg,
         critic=True,
+        discrete=True,
         policy_loss="vpg_loss",
         returns_loss="vpg_loss",
         returns_arg=2,
@@ -94,28 +148,45 @@ SCRIPTS = [
         returns_calls=2,  # one policy step and one value step, each on the whole batch
         own_positive=("--train-pi-iters", "--train-v-iters"),
         tags=CRITIC_TAGS,
+        env_id="CartPole-v1",
+        hyper=flags(
+            "--num-envs 8 --num-steps 128 --learning-rate 1e-2 --gamma 0.99 "
+            "--train-pi-iters 1 --train-v-iters 20"
+        ),
         probe_argv=("--num-envs", "4", "--num-steps", "8", "--learning-rate", "3e-2"),
         cartpole_steps=24_000,
     ),
     Script(
         module=ppo,
         critic=True,
+        discrete=True,
         policy_loss="ppo_loss",
         returns_loss="value_loss",
         returns_arg=1,
         returns_argv=("--train-v-iters", "1"),
         returns_calls=1,
         own_positive=("--update-epochs", "--clip-coef", "--train-v-iters"),
-        tags=CRITIC_TAGS + ("losses/approx_kl", "losses/clipfrac"),
+        tags=PPO_TAGS,
+        env_id="CartPole-v1",
+        hyper=flags(
+            "--num-envs 8 --num-steps 128 --learning-rate 1e-2 --gamma 0.99 "
+            "--update-epochs 10 --clip-coef 0.2 --train-v-iters 20"
+        ),
         probe_argv=("--num-envs", "4", "--num-steps", "8", "--learning-rate", "3e-2"),
         cartpole_steps=16_000,
     ),
+    Script(module=ppo_gae, discrete=True, env_id="CartPole-v1", cartpole_steps=8192, **GAE_SCRIPT),
+    Script(module=ppo_continuous, discrete=False, env_id="probes/ShortPendulum-v0", **GAE_SCRIPT),
 ]
 WITH_CRITIC = [s for s in SCRIPTS if s.critic]
-# Families that share a pure function (ppo_gae and ppo_continuous join the last two).
+DISCRETE = [s for s in SCRIPTS if s.discrete]
+CONTINUOUS = [s for s in SCRIPTS if not s.discrete]
+# Families that share a pure function.
 DISCOUNTED_RETURNS = [reinforce, vpg, ppo]
-PPO_LOSS = [ppo]
-VALUE_LOSS = [ppo]
+PPO_LOSS = [ppo, ppo_gae, ppo_continuous]
+VALUE_LOSS = [ppo, ppo_gae, ppo_continuous]
+GAE = [ppo_gae, ppo_continuous]  # compute_gae, value_loss with clipping, minibatches
+GAE_SCRIPTS = [s for s in SCRIPTS if s.module in GAE]
 
 COMMON_TAGS = (
     "charts/episodic_return",
@@ -142,6 +213,12 @@ SPEC_FLAGS = (
     "--run-dir",
 )
 RESULT_KEYS = {"agent", "episode_returns", "global_step", "sps", "eval_returns", "run_dir"}
+# What the return of one episode can be in each env_id above.
+EPISODE_RETURN_OK = {
+    "CartPole-v1": lambda r: 8 <= r <= 500 and r == int(r),  # 1 per step, 8 to 500 steps
+    # 25 steps of cost theta^2 + .1 theta'^2 + .001 u^2 <= pi^2 + .1 * 8^2 + .001 * 2^2 = 16.27
+    "probes/ShortPendulum-v0": lambda r: -25 * 16.28 <= r <= 0,
+}
 
 
 def by_name(scripts):
@@ -165,22 +242,30 @@ def run(script, tmp_path, *argv):
 
 
 def tiny(script, tmp_path, *argv):
-    """A run of a few hundred CartPole steps: enough for episodes, updates and logs."""
-    return run(
-        script, tmp_path, "--num-envs", "2", "--num-steps", "64", "--total-timesteps", "512", *argv
-    )
+    """A run of a few hundred steps of script.env_id: enough for episodes, updates and logs."""
+    argv = ("--env-id", script.env_id, *flags("--num-envs 2 --num-steps 64"), *argv)
+    return run(script, tmp_path, "--total-timesteps", "512", *argv)
+
+
+def observe(agent, obs):
+    """obs as the networks take it: ppo_continuous's Agent holds running statistics (obs_norm)
+    that its caller applies first; the others take observations as they are."""
+    obs = torch.as_tensor(obs, dtype=torch.float32)
+    norm = getattr(agent, "obs_norm", None)
+    with torch.no_grad():
+        return obs if norm is None else norm(obs)
 
 
 def logprob(agent, obs, action):
     """log pi(action|obs) for a batch, with either Agent interface."""
     score = getattr(agent, "get_action_and_value", None) or agent.get_action
     with torch.no_grad():
-        return score(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(action))[1]
+        return score(observe(agent, obs), torch.as_tensor(action))[1]
 
 
 def value(agent, obs):
     with torch.no_grad():
-        return agent.get_value(torch.as_tensor(obs, dtype=torch.float32)).squeeze(-1)
+        return agent.get_value(observe(agent, obs)).squeeze(-1)
 
 
 def wrap(monkeypatch, module, name, after):
@@ -192,6 +277,18 @@ def wrap(monkeypatch, module, name, after):
         return after(args, result)
 
     monkeypatch.setattr(module, name, wrapper)
+
+
+def record(monkeypatch, module, name, arg):
+    """A list that gets a copy of the positional argument `arg` of every call to module.name."""
+    seen = []
+
+    def keep(args, result):
+        seen.append(args[arg].detach().clone())
+        return result
+
+    wrap(monkeypatch, module, name, keep)
+    return seen
 
 
 def one_line_error(capsys, exc, script):
@@ -211,7 +308,8 @@ def scalars(run_dir):
 
 
 # ----------------------------------------------------------------------------------------------
-# Probe environments: Discrete(2) actions, a Box observation of one number
+# Probe environments: a Box observation of one number; Discrete(2) actions, or Box actions in
+# [-1, 1] for the ids that end in Box
 # ----------------------------------------------------------------------------------------------
 
 
@@ -219,11 +317,15 @@ class OneStep(gym.Env):
     """Observation 1, reward 1 whatever the action, and the episode ends: V = 1."""
 
     terminates = True
+    received = None  # set it to a list to keep every action the env gets
 
-    def __init__(self, render_mode=None):
+    def __init__(self, render_mode=None, bound=None):
         self.render_mode = render_mode
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-        self.action_space = gym.spaces.Discrete(2)
+        if bound is None:
+            self.action_space = gym.spaces.Discrete(2)
+        else:
+            self.action_space = gym.spaces.Box(-bound, bound, (1,), np.float32)
 
     def observe(self):
         return 1.0
@@ -237,7 +339,9 @@ class OneStep(gym.Env):
         return self.obs, {}
 
     def step(self, action):
-        return self.obs.copy(), self.reward(int(action)), self.terminates, False, {}
+        if self.received is not None:
+            self.received.append(np.array(action))
+        return self.obs.copy(), self.reward(action), self.terminates, False, {}
 
 
 class RandomSign(OneStep):
@@ -254,7 +358,7 @@ class RightAction(RandomSign):
     """Reward 1 for action 1 when the observation is +1, for action 0 when it is -1."""
 
     def reward(self, action):
-        return float(action == (self.obs[0] > 0))
+        return float(int(action) == (self.obs[0] > 0))
 
 
 class Endless(OneStep):
@@ -263,28 +367,58 @@ class Endless(OneStep):
     terminates = False
 
 
-PROBES = {
-    "probes/OneStep-v0": (OneStep, None),
-    "probes/RandomSign-v0": (RandomSign, None),
-    "probes/RightAction-v0": (RightAction, None),
-    "probes/Endless-v0": (Endless, 5),
-}
-for _env_id, (_cls, _limit) in PROBES.items():
+class Track(OneStep):
+    """Observation uniform in [-1, 1], reward -(action - observation)^2: the best action is the
+    observation itself."""
+
+    def observe(self):
+        return float(self.np_random.uniform(-1.0, 1.0))
+
+    def reward(self, action):
+        return -float((action[0] - self.obs[0]) ** 2)
+
+
+BOX = {"bound": 1.0}
+PROBES = [  # id, entry point, time limit, arguments
+    ("probes/OneStep-v0", OneStep, None, {}),
+    ("probes/RandomSign-v0", RandomSign, None, {}),
+    ("probes/RightAction-v0", RightAction, None, {}),
+    ("probes/Endless-v0", Endless, 5, {}),
+    ("probes/OneStepBox-v0", OneStep, None, BOX),
+    ("probes/RandomSignBox-v0", RandomSign, None, BOX),
+    ("probes/EndlessBox-v0", Endless, 5, BOX),
+    ("probes/TrackBox-v0", Track, None, BOX),
+    ("probes/NarrowBox-v0", OneStep, None, {"bound": 0.1}),  # actions in [-0.1, 0.1]
+    # Not a probe: Pendulum-v1 cut at 25 steps, for many short Box-action episodes.
+    ("probes/ShortPendulum-v0", "gymnasium.envs.classic_control.pendulum:PendulumEnv", 25, {}),
+]
+for _env_id, _entry, _limit, _kwargs in PROBES:
     if _env_id not in gym.registry:
-        gym.register(id=_env_id, entry_point=_cls, max_episode_steps=_limit)
+        gym.register(id=_env_id, entry_point=_entry, max_episode_steps=_limit, kwargs=_kwargs)
 
 
-def probe(script, tmp_path, env_id, steps, *argv):
-    return run(
-        script,
-        tmp_path,
-        "--env-id",
-        env_id,
-        "--total-timesteps",
-        str(steps),
-        *script.probe_argv,
-        *argv,
-    )["agent"]
+def probe_id(script, name):
+    """The probe `name` with the script's kind of actions."""
+    return f"probes/{name}{'' if script.discrete else 'Box'}-v0"
+
+
+def reward_unit(monkeypatch, script):
+    """A function that tells, once train() has run, what a reward of 1 was in the loss of the
+    last rollout. That is 1, except in ppo_continuous, which divides rewards by the running std
+    of the discounted return (then clips them to +-10): its values are learned in that unit.
+    Read off the rewards that compute_gae gets; the older scripts scale no reward."""
+    if script.module not in GAE:
+        return lambda: 1.0
+    rewards = record(monkeypatch, script.module, "compute_gae", 0)
+    return lambda: rewards[-1].max().item()
+
+
+def probe(script, tmp_path, monkeypatch, name, steps, *argv):
+    """Train on a probe: the agent, and what a reward of 1 is in its loss (reward_unit)."""
+    unit = reward_unit(monkeypatch, script)
+    argv = ("--total-timesteps", str(steps), *script.hyper, *script.probe_argv, *argv)
+    agent = run(script, tmp_path, "--env-id", probe_id(script, name), *argv)["agent"]
+    return agent, unit()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -417,87 +551,282 @@ def test_value_loss(module):
     torch.testing.assert_close(values.grad, torch.tensor([-1.0, 2.0]))
 
 
+# GAE, gamma .5, lambda .5 (so gamma lambda = .25), rewards (1, 2, 3), V(s_t) = (2, 1, 2) and
+# next_values = V(s_{t+1}) = (1, 2, 4). With no episode end the TD errors
+# delta_t = r_t + .5 V(s_{t+1}) - V(s_t) are (1 + .5 - 2, 2 + 1 - 1, 3 + 2 - 2) = (-.5, 2, 3).
+GAE_REWARDS = torch.tensor([1.0, 2.0, 3.0])
+GAE_VALUES = torch.tensor([2.0, 1.0, 2.0])
+GAE_NEXT_VALUES = torch.tensor([1.0, 2.0, 4.0])
+GAE_CASES = {  # terminated, episode_end, next_values[1], lambda -> advantages
+    # No end: the rollout is cut after t=2 and bootstrapped by next_values[-1] = 4 (in delta_2).
+    # A2 = 3, A1 = 2 + .25 * 3 = 2.75, A0 = -.5 + .25 * 2.75 = .1875
+    "plain": ([0, 0, 0], [0, 0, 0], 2.0, 0.5, [0.1875, 2.75, 3.0]),
+    # Terminated at t=1: no bootstrap, delta_1 = 2 - 1 = 1, and A2 does not flow back into A1:
+    # A1 = 1, A0 = -.5 + .25 * 1 = -.25
+    "terminated": ([0, 1, 0], [0, 1, 0], 2.0, 0.5, [-0.25, 1.0, 3.0]),
+    # Truncated at t=1, next_values[1] = 6 = V(the episode's final observation): bootstrapped,
+    # delta_1 = 2 + .5 * 6 - 1 = 4, but A2 does not flow back: A1 = 4, A0 = -.5 + .25 * 4 = .5
+    "truncated": ([0, 0, 0], [0, 1, 0], 6.0, 0.5, [0.5, 4.0, 3.0]),
+    # Terminated at the last step: A2 = delta_2 = 3 - 2 = 1, A1 = 2 + .25 * 1 = 2.25,
+    # A0 = -.5 + .25 * 2.25 = .0625
+    "terminated-last": ([0, 0, 1], [0, 0, 1], 2.0, 0.5, [0.0625, 2.25, 1.0]),
+    # lambda 1: A2 = 3, A1 = 2 + .5 * 3 = 3.5, A0 = -.5 + .5 * 3.5 = 1.25. That is G - V, with
+    # G2 = 3 + .5 * 4 = 5, G1 = 2 + .5 * 5 = 4.5, G0 = 1 + .5 * 4.5 = 3.25 and V = (2, 1, 2).
+    "lambda-1": ([0, 0, 0], [0, 0, 0], 2.0, 1.0, [1.25, 3.5, 3.0]),
+    # lambda 0: the one-step TD errors themselves
+    "lambda-0": ([0, 0, 0], [0, 0, 0], 2.0, 0.0, [-0.5, 2.0, 3.0]),
+}
+
+
+@modules(GAE)
+@pytest.mark.parametrize("case", GAE_CASES)
+def test_compute_gae_1d(module, case):
+    terminated, ended, next_value_1, gae_lambda, expected = GAE_CASES[case]
+    next_values = GAE_NEXT_VALUES.clone()
+    next_values[1] = next_value_1
+    advantages, returns = module.compute_gae(
+        GAE_REWARDS,
+        GAE_VALUES,
+        next_values,
+        torch.tensor(terminated, dtype=torch.float32),
+        torch.tensor(ended, dtype=torch.float32),
+        0.5,
+        gae_lambda,
+    )
+    torch.testing.assert_close(advantages, torch.tensor(expected))
+    torch.testing.assert_close(returns, torch.tensor(expected) + GAE_VALUES)  # returns = A + V
+    torch.testing.assert_close(GAE_REWARDS, torch.tensor([1.0, 2.0, 3.0]))  # inputs left alone
+
+
+@modules(GAE)
+def test_compute_gae_time_major_envs_are_independent(module):
+    # (T, N) = (3, 2), bool flags: env 0 is the "plain" case above, env 1 the "terminated" one.
+    both = torch.stack
+    terminated = torch.tensor([[False, False], [False, True], [False, False]])
+    advantages, returns = module.compute_gae(
+        both([GAE_REWARDS, GAE_REWARDS], 1),
+        both([GAE_VALUES, GAE_VALUES], 1),
+        both([GAE_NEXT_VALUES, GAE_NEXT_VALUES], 1),
+        terminated,
+        terminated,
+        0.5,
+        0.5,
+    )
+    expected = torch.tensor([[0.1875, -0.25], [2.75, 1.0], [3.0, 3.0]])
+    torch.testing.assert_close(advantages, expected)
+    torch.testing.assert_close(returns, expected + GAE_VALUES[:, None])
+
+
+# Clipped value loss, eps .2, old values 0, so V_clip = clip(V, -.2, .2). Per sample (R, V):
+#   (1, .5):   unclipped (1 - .5)^2 = .25, clipped (1 - .2)^2 = .64   -> .64, V went up too far
+#   (-1, -.5): unclipped .25, clipped (-1 + .2)^2 = .64               -> .64, down too far
+#   (0, .5):   unclipped .25, clipped (0 - .2)^2 = .04                -> .25, clipping no matter
+#   (1, .1):   inside the range, V_clip = V: both (1 - .1)^2 = .81    -> .81
+# Clipped: (.64 + .64 + .25 + .81) / 4 = .585; unclipped: (.25 + .25 + .25 + .81) / 4 = .39.
+# d/dV = 2 (V - R) / 4 = (-.25, .25, .25, -.45), but 0 where the clipped term (flat in V) wins.
+VL_RETURNS = torch.tensor([1.0, -1.0, 0.0, 1.0])
+VL_VALUES = torch.tensor([0.5, -0.5, 0.5, 0.1])
+VL_UNCLIPPED = (0.39, [-0.25, 0.25, 0.25, -0.45])
+
+
+@modules(GAE)
+@pytest.mark.parametrize(
+    "old_values, clip_coef, expected",
+    [
+        (None, None, VL_UNCLIPPED),
+        (None, 0.2, VL_UNCLIPPED),  # what train() passes without --clip-vloss: no clipping
+        (torch.zeros(4), 0.2, (0.585, [0.0, 0.0, 0.25, -0.45])),
+        (torch.zeros(4), 1.0, VL_UNCLIPPED),  # every |V - V_old| <= 1: clipping changes nothing
+    ],
+    ids=["mse", "no-old-values", "clipped", "wide-clip"],
+)
+def test_value_loss_clipped_around_the_old_values(module, old_values, clip_coef, expected):
+    values = VL_VALUES.clone().requires_grad_()
+    loss = module.value_loss(values, VL_RETURNS, old_values, clip_coef)
+    torch.testing.assert_close(loss, torch.tensor(expected[0]))
+    loss.backward()
+    torch.testing.assert_close(values.grad, torch.tensor(expected[1]))
+
+
+# ppo_continuous: the Gaussian policy and the observation statistics
+
+
+def test_gaussian_logprob_and_entropy_are_summed_over_action_dimensions():
+    # mu = (.5, -1) whatever the observation (last layer: weights 0, that bias), sigma = (1, .5).
+    # log N(a; mu, sigma) = -(a - mu)^2 / (2 sigma^2) - log sigma - log(2 pi) / 2, where
+    # log(2 pi) / 2 = .918939 and log .5 = -.693147:
+    #   a = (1.5, -1): (-.5 - 0 - .918939) + (-0 + .693147 - .918939) = -1.644731
+    #   a = (.5, 0):   (-0 - 0 - .918939) + (-2 + .693147 - .918939)   = -3.144731
+    # entropy = sum_i log sigma_i + (1 + log 2 pi) / 2 = 1.418939 + (-.693147 + 1.418939) = 2.144731
+    torch.manual_seed(0)
+    agent = ppo_continuous.Agent(3, 2)
+    with torch.no_grad():
+        agent.actor_mean[-1].weight.zero_()
+        agent.actor_mean[-1].bias.copy_(torch.tensor([0.5, -1.0]))
+        agent.actor_logstd.copy_(torch.tensor([0.0, math.log(0.5)]))
+        actions = torch.tensor([[1.5, -1.0], [0.5, 0.0]])
+        action, logp, entropy, v = agent.get_action_and_value(torch.randn(2, 3), actions)
+        assert torch.equal(action, actions) and v.shape == (2, 1)
+        torch.testing.assert_close(logp, torch.tensor([-1.644731, -3.144731]))
+        torch.testing.assert_close(entropy, torch.tensor([2.144731, 2.144731]))
+        # Samples: mean mu and std sigma, to within 4 standard errors (1 / sqrt(20000) = .007).
+        samples = agent.get_action_and_value(torch.randn(20_000, 3))[0]
+    torch.testing.assert_close(samples.mean(0), torch.tensor([0.5, -1.0]), atol=0.03, rtol=0)
+    torch.testing.assert_close(samples.std(0), torch.tensor([1.0, 0.5]), atol=0.03, rtol=0)
+
+
+def test_running_norm_statistics_match_numpy_over_several_batches():
+    data = np.random.default_rng(0).normal([5.0, -3.0], [2.0, 0.5], (100, 2)).astype(np.float32)
+    norm = ppo_continuous.RunningNorm(2)
+    for batch in np.split(data, [1, 10, 40]):  # batches of 1, 9, 30 and 60
+        norm.update(torch.as_tensor(batch))
+    # They start as a pseudo-sample of weight 1e-4 with mean 0 and var 1: off by ~1e-5 here.
+    mean, var = data.mean(0), data.var(0)
+    torch.testing.assert_close(norm.mean, torch.as_tensor(mean), rtol=1e-4, atol=0)
+    torch.testing.assert_close(norm.var, torch.as_tensor(var), rtol=1e-4, atol=0)
+    assert norm.count.item() == pytest.approx(100)
+    # (x - mean) / std, clipped to +-10: 2 std above -> 2, 100 std below -> -10
+    x = torch.as_tensor(np.stack([mean + 2 * var**0.5, mean - 100 * var**0.5]))
+    torch.testing.assert_close(
+        norm(x), torch.tensor([[2.0, 2.0], [-10.0, -10.0]]), rtol=1e-4, atol=0
+    )
+
+
 # ----------------------------------------------------------------------------------------------
 # 2. Probe environments
 # ----------------------------------------------------------------------------------------------
 
 
 @by_name(WITH_CRITIC)
-def test_probe_critic_learns_a_constant_reward(script, tmp_path):
+def test_probe_critic_learns_a_constant_reward(script, tmp_path, monkeypatch):
     # One step, reward 1, terminated: V = 1 (a bootstrapped termination would go towards
-    # 1 / (1 - gamma) = 100).
-    agent = probe(script, tmp_path, "probes/OneStep-v0", 128)
-    assert value(agent, [[1.0]]).item() == pytest.approx(1.0, abs=0.1)
+    # 1 / (1 - gamma) = 100). Values here and below are in the loss's unit of reward (probe()).
+    agent, unit = probe(script, tmp_path, monkeypatch, "OneStep", 128)
+    assert value(agent, [[1.0]]).item() / unit == pytest.approx(1.0, abs=0.1)
 
 
 @by_name(WITH_CRITIC)
-def test_probe_critic_learns_a_value_that_depends_on_the_observation(script, tmp_path):
+def test_probe_critic_learns_a_value_that_depends_on_the_observation(script, tmp_path, monkeypatch):
     # Reward = observation = +-1, one step: V(+1) = 1, V(-1) = -1.
-    agent = probe(script, tmp_path, "probes/RandomSign-v0", 256)
+    agent, unit = probe(script, tmp_path, monkeypatch, "RandomSign", 256)
     torch.testing.assert_close(
-        value(agent, [[1.0], [-1.0]]), torch.tensor([1.0, -1.0]), atol=0.15, rtol=0
+        value(agent, [[1.0], [-1.0]]) / unit, torch.tensor([1.0, -1.0]), atol=0.15, rtol=0
     )
 
 
-@by_name(SCRIPTS)
-def test_probe_policy_learns_the_right_action(script, tmp_path):
+@by_name(DISCRETE)
+def test_probe_policy_learns_the_right_action(script, tmp_path, monkeypatch):
     # Reward 1 for action 1 at +1 and for action 0 at -1: pi(right action) -> 1.
-    agent = probe(script, tmp_path, "probes/RightAction-v0", 320)
+    agent, _ = probe(script, tmp_path, monkeypatch, "RightAction", 320)
     probs = logprob(agent, [[1.0], [-1.0]], [1, 0]).exp()
     assert (probs > 0.9).all(), probs
 
 
+@by_name(CONTINUOUS)
+def test_probe_gaussian_policy_tracks_the_observation(script, tmp_path, monkeypatch):
+    # Observation s uniform in [-1, 1], reward -(a - s)^2: the best mean action is mu(s) = s, and
+    # sigma, 1 at the start, should shrink. A policy blind to s is off by up to 1 at s = +-1.
+    argv = flags("--num-envs 8 --num-steps 16 --update-epochs 10")
+    agent, _ = probe(script, tmp_path, monkeypatch, "Track", 2048, *argv)
+    s = torch.linspace(-1.0, 1.0, 9)[:, None]
+    with torch.no_grad():
+        mu = agent.actor_mean(observe(agent, s))
+    assert (mu - s).abs().max() < 0.2, torch.cat([s, mu], 1)
+    assert (agent.actor_logstd.exp() < 0.5).all()
+    # evaluate() plays mu(normalized s): errors under .2 cost under .04 an episode. Were s not
+    # normalized (std 1 / sqrt(3) = .58), mu(s) ~ .58 s would cost E[(.42 s)^2] = .18 / 3 = .06.
+    env = gym.make(probe_id(script, "Track"))
+    returns = script.module.evaluate(agent, env, 20, 0, torch.device("cpu"))
+    assert np.mean(returns) > -0.02, returns
+
+
 @by_name(WITH_CRITIC)
-def test_probe_time_limit_is_bootstrapped(script, tmp_path):
+def test_probe_time_limit_is_bootstrapped(script, tmp_path, monkeypatch):
     # Reward 1 per step forever, cut after 5 steps by a time limit, gamma 0.9. The task does
     # not end, so V = 1 + 0.9 V = 1 / (1 - 0.9) = 10. Had the cut been taken for an end, the
     # critic would learn the mean return left in the episode: sum_{k=1..5} (1 - .9^k) / .1 / 5
-    # = (1 + 1.9 + 2.71 + 3.439 + 4.0951) / 5 = 2.63 (4.1 from the first step).
-    agent = probe(script, tmp_path, "probes/Endless-v0", 640, "--gamma", "0.9")
-    v = value(agent, [[1.0]]).item()
-    assert v == pytest.approx(10.0, abs=1.0)
+    # = (1 + 1.9 + 2.71 + 3.439 + 4.0951) / 5 = 2.63 (4.1 from the first step). ppo_continuous's
+    # unit creeps up here (the std of the discounted return shrinks as it nears 10), and its V
+    # lags a little behind: 9.3 of them with seeds 1-5.
+    agent, unit = probe(script, tmp_path, monkeypatch, "Endless", 640, "--gamma", "0.9")
+    v = value(agent, [[1.0]]).item() / unit
+    assert v == pytest.approx(10.0, abs=1.5)
     assert v > 4.1 + 4  # far from any truncated sum
 
 
 # ----------------------------------------------------------------------------------------------
-# 3. Autoreset: the step after an episode's end is gymnasium's reset, not a transition
+# 3. What reaches the loss. Autoreset: the step after an episode's end is gymnasium's reset,
+# not a transition. Box actions: the sample, not what the env got (clipped to its bounds).
 # ----------------------------------------------------------------------------------------------
 
 
 @by_name(SCRIPTS)
 def test_reset_steps_never_reach_the_loss(script, tmp_path, monkeypatch):
     # OneStep episodes last one step, so every other env step is a reset step, with reward 0.
-    # Every real step is a whole episode with G = 1; a reset step would bring G = 0 + gamma * G'
-    # or a bootstrap. So the loss must see only returns of exactly 1, and as many of them as
-    # there were episodes (times the calls per rollout).
-    seen = []
-
-    def record(args, result):
-        seen.append(args[script.returns_arg].detach().clone())
-        return result
-
-    wrap(monkeypatch, script.module, script.returns_loss, record)
-    argv = "--env-id probes/OneStep-v0 --num-envs 2 --num-steps 6 --total-timesteps 48".split()
-    result = run(script, tmp_path, *argv, *script.returns_argv)
+    # Every real step is a whole episode with G = 1 (in the loss's unit, see reward_unit); a reset
+    # step would bring G = 0 + gamma * G' or a bootstrap. So the loss must see only returns of
+    # exactly 1 (GAE's A + V: to rounding), and as many of them as there were episodes (times the
+    # calls per rollout). The episode returns reported are the env's own: 1.
+    unit = reward_unit(monkeypatch, script)
+    seen = record(monkeypatch, script.module, script.returns_loss, script.returns_arg)
+    argv = ("--env-id", probe_id(script, "OneStep"), *script.returns_argv)
+    result = run(script, tmp_path, *flags("--num-envs 2 --num-steps 6 --total-timesteps 48"), *argv)
     returns = torch.cat(seen)
     assert len(result["episode_returns"]) > 0
+    assert all(r == 1.0 for _, r in result["episode_returns"])
     assert len(returns) == script.returns_calls * len(result["episode_returns"])
-    assert (returns == 1.0).all(), returns
+    torch.testing.assert_close(returns, torch.full_like(returns, unit()))
+
+
+@by_name(GAE_SCRIPTS)
+def test_minibatches_are_never_empty(script, tmp_path):
+    # 1 env, 4 steps of one-step episodes: steps 1 and 3 are resets, so 2 samples reach the update.
+    # 4 steps split into --num-minibatches 4, a legal choice; but 2 samples do not, and an empty
+    # minibatch has a NaN loss (or no distribution at all).
+    argv = flags("--num-envs 1 --num-steps 4 --num-minibatches 4 --total-timesteps 4")
+    result = run(script, tmp_path, "--env-id", probe_id(script, "OneStep"), *argv)
+    assert result["global_step"] == 4 and len(result["episode_returns"]) == 2
+
+
+@by_name(CONTINUOUS)
+def test_env_gets_the_action_clipped_and_the_loss_the_sample(script, tmp_path, monkeypatch):
+    # Actions in [-0.1, 0.1] and an initial sigma of 1: ~92% of the samples fall outside. One
+    # rollout of 2 envs x 8 steps, of which 8 are real steps (one-step episodes), and one update
+    # on one minibatch, which scores those 8 samples.
+    received, sampled, scored = [], [], []
+    monkeypatch.setattr(OneStep, "received", received)
+
+    def keep(args, result):  # args: (agent, obs) to sample, (agent, obs, actions) to score
+        (scored if len(args) == 3 else sampled).append(result[0].detach().clone())
+        return result
+
+    wrap(monkeypatch, script.module.Agent, "get_action_and_value", keep)
+    argv = flags("--num-envs 2 --num-steps 8 --total-timesteps 16 --update-epochs 1")
+    run(script, tmp_path, "--env-id", "probes/NarrowBox-v0", *argv, "--num-minibatches", "1")
+    (scored,) = scored
+    assert len(scored) == len(received) == 8
+    assert torch.isin(scored, torch.cat(sampled)).all()  # the samples themselves ...
+    assert (scored.abs() > 0.1).sum() >= 4  # ... most of them out of bounds
+    # The env got each of them clipped to [-0.1, 0.1] (the minibatch is shuffled: compare sorted).
+    clipped = np.sort(np.clip(scored.numpy().ravel(), -0.1, 0.1))
+    assert np.array_equal(np.sort(np.concatenate(received)), clipped), (received, clipped)
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. Learning CartPole-v1 with the default hyperparameters
+# 4. Learning CartPole-v1 with pinned hyperparameters (Script.hyper)
 # ----------------------------------------------------------------------------------------------
 
 
-@by_name(SCRIPTS)
+@by_name(DISCRETE)
 def test_learns_cartpole(script, tmp_path):
     # A random policy lasts about 22 steps. Seed 1 gives (last 20 training episodes, greedy
-    # evaluation) of about (190, 480) for reinforce, (340, 500) vpg, (240, 440) ppo; seeds 2-10
-    # gave at least (90, 230), (118, 140), (220, 400): the seed is not a lucky one.
+    # evaluation) of about (190, 480) for reinforce, (340, 500) vpg, (240, 440) ppo, (150, 180)
+    # ppo_gae; seeds 2-10 gave at least (90, 230), (118, 140), (220, 400), (142, 168): the seed
+    # is not a lucky one.
     steps = str(script.cartpole_steps)
     start = time.time()
-    result = run(script, tmp_path, "--total-timesteps", steps, "--eval-episodes", "10")
+    argv = (*script.hyper, "--total-timesteps", steps, "--eval-episodes", "10")
+    result = run(script, tmp_path, "--env-id", "CartPole-v1", *argv)
     seconds = time.time() - start
     # SPS is measured over training only; the rest (envs, evaluation) is a small part.
     assert 0.99 <= result["sps"] / (result["global_step"] / seconds) <= 2.5
@@ -536,35 +865,37 @@ def test_help_shows_every_flag_and_default(script, capsys):
 @by_name(SCRIPTS)
 def test_script_alone_in_an_empty_folder_trains_logs_and_reports(script, tmp_path):
     # Copied alone: no other script, no repo on the path. --total-timesteps 1 is smaller than one
-    # rollout: still exactly one rollout and one update. Default run dir under ./runs.
+    # rollout: still exactly one rollout and one update, of 256 steps per env: whole episodes
+    # even of Pendulum-v1 (200 steps). Default env and run dir under ./runs.
     shutil.copy(script.path, tmp_path)
     start = int(time.time())
-    argv = "--total-timesteps 1 --num-envs 2 --eval-episodes 2".split()
+    argv = flags("--total-timesteps 1 --num-envs 2 --num-steps 256 --eval-episodes 2")
     proc = cli([script.path.name, *argv], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     progress = [line for line in proc.stdout.splitlines() if re.search(r"\d+/1\b", line)]
     assert progress and all(w in progress[-1] for w in ("SPS", "left", "return")), proc.stdout
 
-    (run_dir,) = (tmp_path / "runs").glob(f"CartPole-v1__{script.name}__1__*")
+    default_env = script.module.parse_args([]).env_id
+    (run_dir,) = (tmp_path / "runs").glob(f"{default_env}__{script.name}__1__*")
     assert start <= int(run_dir.name.rsplit("__", 1)[1]) <= time.time()
     events = scalars(run_dir)
     tags = events.Tags()
     assert set(COMMON_TAGS + script.tags) <= set(tags["scalars"])
     assert any("hyperparameters" in tag for tag in tags["tensors"])
     (update,) = events.Scalars("losses/policy_loss")  # one update ...
-    num_steps = script.module.parse_args([]).num_steps
-    assert update.step >= 2 * num_steps  # ... after a whole rollout of 2 envs
+    assert update.step >= 2 * 256  # ... after a whole rollout of 2 envs
     assert len(events.Scalars("eval/episodic_return")) == 2
 
 
 @by_name(SCRIPTS)
-def test_box_action_env_is_refused_in_one_line(script, tmp_path):
-    proc = cli([str(script.path), "--env-id", "Pendulum-v1", "--run-dir", "run"], tmp_path)
+def test_other_kind_of_actions_is_refused_in_one_line(script, tmp_path):
+    env_id, other_script = script.other_kind  # Box actions for the discrete scripts, and back
+    proc = cli([str(script.path), "--env-id", env_id, "--run-dir", "run"], tmp_path)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "ppo_continuous.py" in proc.stderr
+    assert other_script in proc.stderr
     assert not (tmp_path / "run").exists()
 
 
@@ -585,6 +916,12 @@ ENV_ERRORS = [
         "moviepy",
         id="no-moviepy",
         marks=pytest.mark.skipif(installed("moviepy"), reason="moviepy is installed"),
+    ),
+    pytest.param(
+        ("--env-id", "HalfCheetah-v5"),
+        'pip install "gymnasium[mujoco]"',
+        id="no-mujoco",
+        marks=pytest.mark.skipif(installed("mujoco"), reason="MuJoCo is installed"),
     ),
 ]
 
@@ -611,15 +948,19 @@ COMMON_BAD = [
 
 
 @pytest.mark.parametrize(
-    "script, flag, bad",
-    [(s, *case) for s in SCRIPTS for case in COMMON_BAD + [(f, "0") for f in s.own_positive]],
-    ids=repr,
+    "script, argv",
+    [
+        (s, argv)
+        for s in SCRIPTS
+        for argv in COMMON_BAD + [(f, "0") for f in s.own_positive] + list(s.own_bad)
+    ],
+    ids=lambda x: " ".join(x) if isinstance(x, tuple) else repr(x),
 )
-def test_impossible_hyperparameters_are_argparse_errors(script, flag, bad, capsys):
+def test_impossible_hyperparameters_are_argparse_errors(script, argv, capsys):
     with pytest.raises(SystemExit) as exc:
-        script.module.parse_args([flag, bad])
+        script.module.parse_args(list(argv))
     assert exc.value.code == 2
-    assert flag in capsys.readouterr().err
+    assert argv[-2] in capsys.readouterr().err  # names the (last) flag
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is usable here")
@@ -654,7 +995,7 @@ def test_interrupt_stops_cleanly_and_saves(script, tmp_path, monkeypatch):
         pytest.fail("Ctrl-C escaped train()")
     assert result["eval_returns"] == []  # no evaluation after Ctrl-C
     assert result["global_step"] > 0
-    assert (Path(result["run_dir"]) / f"{script.name}.pt").is_file()
+    assert saved_path(script, result).is_file()
     # TensorBoard was flushed: the episodes played before Ctrl-C are in the event file.
     logged = scalars(result["run_dir"]).Scalars("charts/episodic_return")
     assert len(logged) == len(result["episode_returns"]) > 0
@@ -671,6 +1012,26 @@ def test_non_finite_loss_stops_naming_the_iteration(script, tmp_path, monkeypatc
     with pytest.raises(SystemExit) as exc:
         tiny(script, tmp_path)
     assert "iteration 1" in str(exc.value.code)
+
+
+BAD_MODELS = [
+    pytest.param(None, id="missing"),
+    pytest.param(lambda path: path.write_text("not a model\n"), id="not-a-model"),
+    pytest.param(  # Pendulum-v1 has 3 observations and 1 action
+        lambda path: torch.save(ppo_continuous.Agent(5, 2).state_dict(), path), id="other-sizes"
+    ),
+]
+
+
+@by_name(CONTINUOUS)
+@pytest.mark.parametrize("write", BAD_MODELS)
+def test_bad_load_model_is_one_line_and_status_2(script, write, tmp_path, capsys):
+    path = tmp_path / "model.pt"
+    if write:
+        write(path)
+    with pytest.raises(SystemExit) as exc:
+        run(script, tmp_path, "--env-id", "Pendulum-v1", "--load-model", str(path))
+    assert "--load-model" in one_line_error(capsys, exc, script)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -711,20 +1072,82 @@ def test_train_returns_every_key(tiny_run):
     returns = [r for _, r in result["episode_returns"]]
     assert len(steps) >= 10 and steps == sorted(steps)
     assert 0 < steps[-1] <= result["global_step"]
-    assert all(8 <= r <= 500 and r == int(r) for r in returns)  # 1 per step, 8 to 500 steps
+    assert all(map(EPISODE_RETURN_OK[script.env_id], returns)), returns
     assert result["global_step"] >= 512 - 2 * 64  # --total-timesteps, to within a rollout
     assert result["global_step"] % 2 == 0  # 2 envs step together
     assert result["global_step"] / seconds <= result["sps"] + 1  # steps per second of training
-    assert len(result["eval_returns"]) == 2 and all(r >= 8 for r in result["eval_returns"])
+    assert len(result["eval_returns"]) == 2
+    assert all(map(EPISODE_RETURN_OK[script.env_id], result["eval_returns"]))
     assert Path(result["run_dir"]).name == "run"
+
+
+def saved_path(script, result):
+    return Path(result["run_dir"]) / f"{script.name}.pt"
+
+
+def load_saved(script, result, env):
+    """A fresh Agent for env with the weights that result's run saved; and those weights."""
+    space = env.action_space
+    agent = script.module.Agent(
+        env.observation_space.shape[0], space.n if script.discrete else space.shape[0]
+    )
+    saved = torch.load(saved_path(script, result))
+    agent.load_state_dict(saved)
+    return agent, saved
+
+
+def changed(agent, saved):
+    """The entries of agent's state (weights and buffers) that differ from saved."""
+    state = agent.state_dict()
+    same = {k for k in state.keys() & saved.keys() if torch.equal(state[k], saved[k])}
+    return sorted((state.keys() | saved.keys()) - same)
 
 
 def test_saved_model_loads_into_a_fresh_agent(tiny_run):
     script, result, _ = tiny_run
-    trained = result["agent"]
-    fresh = script.module.Agent(4, 2)  # CartPole: 4 observations, 2 actions
-    fresh.load_state_dict(torch.load(Path(result["run_dir"]) / f"{script.name}.pt"))
-    obs, actions = torch.randn(100, 4), torch.randint(0, 2, (100,))
+    trained, env = result["agent"], gym.make(script.env_id)
+    fresh, saved = load_saved(script, result, env)
+    # Saved before the final evaluation, the trained agent's state is still the file's, buffers
+    # included (ppo_continuous's observation statistics): evaluation changes nothing.
+    assert not changed(trained, saved)
+    env.action_space.seed(0)
+    obs = torch.randn(100, env.observation_space.shape[0])
+    actions = torch.as_tensor(np.stack([env.action_space.sample() for _ in range(100)]))
     assert torch.equal(logprob(fresh, obs, actions), logprob(trained, obs, actions))
     if script.critic:
         assert torch.equal(value(fresh, obs), value(trained, obs))
+    # The same evaluation as at the end of training (seed --seed + 10_000), which leaves the
+    # loaded state alone too.
+    again = script.module.evaluate(fresh, env, 2, 1 + 10_000, torch.device("cpu"))
+    assert again == result["eval_returns"]
+    assert not changed(fresh, saved)
+
+
+@pytest.mark.parametrize("tiny_run", CONTINUOUS, indirect=True, ids=repr)
+def test_load_model_evaluates_the_saved_agent_as_it_is(tiny_run, tmp_path):
+    # --load-model: no training, and no change to the loaded statistics either (they would move
+    # with the first observations of the envs), so the evaluation at the end of training again.
+    script, result, _ = tiny_run
+    path = saved_path(script, result)
+    argv = ("--env-id", script.env_id, "--load-model", str(path), "--eval-episodes", "2")
+    loaded = run(script, tmp_path, *argv)
+    assert loaded["global_step"] == 0 and loaded["episode_returns"] == []
+    assert not changed(loaded["agent"], torch.load(path))
+    assert loaded["eval_returns"] == result["eval_returns"]
+
+
+@pytest.mark.parametrize("tiny_run", CONTINUOUS, indirect=True, ids=repr)
+def test_load_model_on_the_command_line(tiny_run, tmp_path):
+    # Saved from the 25-step Pendulum, evaluated on Pendulum-v1 (the same spaces, 200 steps).
+    script, result, _ = tiny_run
+    env = gym.make("Pendulum-v1")
+    agent, _ = load_saved(script, result, env)
+    returns = script.module.evaluate(agent, env, 2, 1 + 10_000, torch.device("cpu"))
+    path = saved_path(script, result)
+    argv = ["--env-id", "Pendulum-v1", "--seed", "1", "--eval-episodes", "2", "--run-dir", "run"]
+    proc = cli([str(script.path), "--load-model", str(path), *argv], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    said = f"evaluation over 2 episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}"
+    assert said in proc.stdout, (said, proc.stdout)
+    assert "losses/policy_loss" not in scalars(tmp_path / "run").Tags()["scalars"]  # no update

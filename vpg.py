@@ -87,7 +87,7 @@ def parse_args(argv=None):
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
     arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
+    arg("--total-timesteps", type=positive_int, default=150_000, help="env steps to train for")
     arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
