@@ -17,7 +17,7 @@ Papers: Schulman et al. (2016), "High-Dimensional Continuous Control Using Gener
 Advantage Estimation", arXiv:1506.02438; Schulman et al. (2017), arXiv:1707.06347.
 
     python ppo_gae.py                                     # CartPole-v1
-    python ppo_gae.py --env-id Acrobot-v1 --total-timesteps 200000
+    python ppo_gae.py --env-id Acrobot-v1 --total-timesteps 100000     # mean > -100
     python ppo_gae.py --cuda                              # rollout tensors on the GPU
     tensorboard --logdir runs
 """
