@@ -293,8 +293,7 @@ def train(args):
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
         print(
-            f"{SCRIPT}: warning: --cuda given but no usable GPU; training on the CPU",
-            file=sys.stderr,
+            f"{SCRIPT}: warning: --cuda given but no GPU is usable; using the CPU", file=sys.stderr
         )
 
     envs = make_env(args.env_id, args.num_envs, args.gamma)
@@ -368,14 +367,9 @@ def train(args):
             # still that episode's final observation (the reset comes one step later).
             with torch.no_grad():
                 next_values = torch.cat([values[1:], agent.get_value(next_obs).T])
+            episode_end = torch.maximum(terminations, truncations)  # terminated or truncated
             advantages, returns = compute_gae(
-                rewards,
-                values,
-                next_values,
-                terminations,
-                torch.maximum(terminations, truncations),
-                args.gamma,
-                args.gae_lambda,
+                rewards, values, next_values, terminations, episode_end, args.gamma, args.gae_lambda
             )
 
             # Keep the policy's own steps, not gymnasium's reset steps.

@@ -216,8 +216,7 @@ def train(args):
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
         print(
-            f"{SCRIPT}: warning: --cuda given but no usable GPU; training on the CPU",
-            file=sys.stderr,
+            f"{SCRIPT}: warning: --cuda given but no GPU is usable; using the CPU", file=sys.stderr
         )
 
     envs = make_env(args.env_id, args.num_envs)
