@@ -288,6 +288,7 @@ def train(args):
 
             # Keep the policy's own steps, not gymnasium's reset steps.
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
+            b_values = values[valid]
             for _ in range(args.train_pi_iters):
                 _, newlogprobs, entropy, newvalues = agent.get_action_and_value(b_obs, b_actions)
                 policy_loss, _ = vpg_loss(newlogprobs, newvalues.flatten(), b_returns)
@@ -303,7 +304,6 @@ def train(args):
                 v_loss.backward()
                 optimizer.step()
 
-            b_values = values[valid]
             explained_var = 1 - (b_returns - b_values).var() / b_returns.var()
             sps = int(global_step / (time.time() - start_time))
             writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
