@@ -17,7 +17,9 @@ Matters in On-Policy Reinforcement Learning?", arXiv:2006.05990.
 
     python ppo_continuous.py                              # Pendulum-v1
     pip install "gymnasium[mujoco]"
-    python ppo_continuous.py --env-id HalfCheetah-v5 --total-timesteps 1000000
+    python ppo_continuous.py --env-id HalfCheetah-v5 --total-timesteps 1000000 --num-envs 8 \
+        --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99 \
+        --log-std-init -0.5                               # greedy eval ~4600 (3 seeds)
     python ppo_continuous.py --load-model runs/RUN/ppo_continuous.pt --env-id Pendulum-v1
 """
 
@@ -53,34 +55,24 @@ def check_finite(loss, iteration, writer):
         )
 
 
-def positive_int(text):
-    if int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return int(text)
+def checked(convert, ok, must_be):
+    """An argparse type: convert(text), refused unless ok(value) (nan never is ok)."""
+
+    def parse(text):
+        value = convert(text)
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {must_be}, got {text}")
+        return value
+
+    parse.__name__ = convert.__name__  # argparse says "invalid int value: 'x'"
+    return parse
 
 
-def nonnegative_int(text):
-    if int(text) < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
-    return int(text)
-
-
-def positive_float(text):
-    if not float(text) > 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return float(text)
-
-
-def nonnegative_float(text):
-    if not float(text) >= 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return float(text)
-
-
-def unit_interval(text):
-    if not 0 <= float(text) <= 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return float(text)
+positive_int = checked(int, lambda n: n > 0, "a positive integer")
+nonnegative_int = checked(int, lambda n: n >= 0, "an integer >= 0")
+positive_float = checked(float, lambda x: x > 0, "a positive number")
+nonnegative_float = checked(float, lambda x: x >= 0, "a number >= 0")
+unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
 def parse_args(argv=None):
@@ -294,9 +286,7 @@ def train(args):
     torch.set_num_threads(1)  # a small MLP runs faster on one CPU thread than on several
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
-        print(
-            f"{SCRIPT}: warning: --cuda given but no GPU is usable; using the CPU", file=sys.stderr
-        )
+        print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
 
     envs = make_env(args.env_id, args.num_envs, args.gamma)
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
@@ -311,11 +301,8 @@ def train(args):
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
     writer = SummaryWriter(run_dir)
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n"
-        + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
+    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
     print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}")
 
     # Rollout storage, time-major: (num_steps, num_envs).
@@ -388,10 +375,9 @@ def train(args):
                         b_obs[mb], b_actions[mb]
                     )
                     mb_advantages = b_advantages[mb]
-                    if args.normalize_advantages:
-                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (
-                            mb_advantages.std(correction=0) + 1e-8
-                        )
+                    if args.normalize_advantages:  # to mean 0 and std 1 within the minibatch
+                        std = mb_advantages.std(correction=0)
+                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (std + 1e-8)
                     policy_loss = ppo_loss(
                         newlogprobs, b_logprobs[mb], mb_advantages, args.clip_coef
                     )
@@ -408,10 +394,9 @@ def train(args):
                     optimizer.step()
                     with torch.no_grad():  # how far the policy has moved from pi_old
                         logratio = newlogprobs - b_logprobs[mb]
-                        approx_kl = ((logratio.exp() - 1) - logratio).mean()
-                        clipfracs.append(
-                            ((logratio.exp() - 1).abs() > args.clip_coef).float().mean()
-                        )
+                        ratio = logratio.exp()
+                        approx_kl = ((ratio - 1) - logratio).mean()
+                        clipfracs.append(((ratio - 1).abs() > args.clip_coef).float().mean())
                 if args.target_kl is not None and approx_kl > args.target_kl:
                     break  # the policy has moved far enough on this batch
 
@@ -447,10 +432,8 @@ def train(args):
     for episode, episode_return in enumerate(eval_returns):
         writer.add_scalar("eval/episodic_return", episode_return, episode)
     if eval_returns:
-        print(
-            f"evaluation over {len(eval_returns)} episodes: "
-            f"{np.mean(eval_returns):.1f} +/- {np.std(eval_returns):.1f}"
-        )
+        mean, std = np.mean(eval_returns), np.std(eval_returns)
+        print(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
     eval_env.close()
     writer.close()
     return dict(
