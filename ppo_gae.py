@@ -16,8 +16,8 @@ orthogonal initialization, Adam eps 1e-5, and an optional early stop on the KL.
 Papers: Schulman et al. (2016), "High-Dimensional Continuous Control Using Generalized
 Advantage Estimation", arXiv:1506.02438; Schulman et al. (2017), arXiv:1707.06347.
 
-    python ppo_gae.py                                     # CartPole-v1
-    python ppo_gae.py --env-id Acrobot-v1 --total-timesteps 100000     # mean > -100
+    python ppo_gae.py                                     # CartPole-v1, solved in ~10 s
+    python ppo_gae.py --env-id Acrobot-v1 --ent-coef 0.01 --total-timesteps 100000  # > -100
     python ppo_gae.py --cuda                              # rollout tensors on the GPU
     tensorboard --logdir runs
 """
