@@ -785,6 +785,27 @@ def test_reset_steps_never_reach_the_loss(script, tmp_path, monkeypatch):
     torch.testing.assert_close(returns, torch.full_like(returns, unit()))
 
 
+@by_name(DISCRETE)
+def test_numpy_cartpole_resets_on_the_next_step_like_python_envs(script):
+    # make_env lets gymnasium pick CartPole's own numpy vector env (the probes above run in a
+    # SyncVectorEnv); the masking needs its reset too one step after the end, with reward 0.
+    envs = script.module.make_env("CartPole-v1", 4)
+    assert type(envs.unwrapped).__name__ == "CartPoleVectorEnv"
+    envs.reset(seed=0)
+    push_right, done = np.ones(4, dtype=np.int64), np.zeros(4, dtype=bool)
+    for _ in range(100):  # pushing one way, the pole falls in about 10 steps
+        _, reward, terminated, truncated, _ = envs.step(push_right)
+        assert np.all(reward == 1)
+        done = terminated | truncated
+        if done.any():
+            break
+    obs, reward, terminated, truncated, _ = envs.step(push_right)
+    envs.close()
+    assert done.any() and np.all(reward == np.where(done, 0, 1))
+    assert not (terminated | truncated)[done].any()
+    assert np.all(np.abs(obs[done]) <= 0.05)  # a new episode's first observation
+
+
 @by_name(GAE_SCRIPTS)
 def test_minibatches_are_never_empty(script, tmp_path):
     # 1 env, 4 steps of one-step episodes: steps 1 and 3 are resets, so 2 samples reach the update.
