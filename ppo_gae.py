@@ -55,7 +55,7 @@ def check_finite(loss, iteration, writer):
 
 
 def checked(convert, ok, must_be):
-    """An argparse type: convert(text), refused unless ok(value) (nan never is ok)."""
+    """An argparse type: convert(text), refused unless ok(value); nan fails every ok()."""
 
     def parse(text):
         value = convert(text)
@@ -114,13 +114,14 @@ def parse_args(argv=None):
 
 def make_env(env_id, num_envs):
     """`num_envs` copies of the env, stepped together, recording each episode's return.
+    Gymnasium uses the env's own vector version if it has one (CartPole: numpy), else sync.
 
     Gymnasium 1.x vector envs reset an env on the step AFTER its episode ends: that
     step ignores the action and returns the new episode's first observation with
     reward 0. It is not a transition of the policy; train() keeps it out of the loss.
     """
-    try:  # the env's own vectorized version if it has one (CartPole's is ~5x cheaper per step),
-        envs = gym.make_vec(env_id, num_envs=num_envs)  # else copies stepped one by one
+    try:
+        envs = gym.make_vec(env_id, num_envs=num_envs)
     except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
         fail(f"cannot make {env_id}: {error}")
     if not isinstance(envs.single_action_space, gym.spaces.Discrete):

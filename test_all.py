@@ -88,7 +88,7 @@ class Script:
 
 CRITIC_TAGS = ("losses/value_loss", "losses/explained_variance")
 PPO_TAGS = CRITIC_TAGS + ("losses/approx_kl", "losses/clipfrac")
-# ppo_gae's and ppo_continuous's own, ppo_gae's defaults.
+# The learning flags of ppo_gae and ppo_continuous, pinned at ppo_gae's defaults.
 GAE_HYPER = flags(
     "--num-envs 16 --num-steps 32 --num-minibatches 1 --update-epochs 10 --learning-rate 5e-3 "
     "--gamma 0.99 --gae-lambda 0.95 --anneal-lr --normalize-advantages --clip-coef 0.2 "
