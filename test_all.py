@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Tests of the policy-gradient scripts: pure math by hand, probe environments, learning, CLI.
 
 Run: python -m pytest -q test_all.py
@@ -9,9 +10,10 @@ Layout, one section per kind of check:
   3. what reaches the loss: never gymnasium's autoreset steps; for Box actions, the sample
      itself, while the env gets it clipped;
   4. a short learning run on CartPole-v1;
-  5. command line and bad input;
-  6. reproducibility;
-  7. the dict that train() returns, and the saved model (--save-model, --load-model).
+  5. observation spaces: flattened (Discrete as one-hot, Tuple, Dict, ...) or refused in one line;
+  6. command line and bad input;
+  7. reproducibility;
+  8. the dict that train() returns, and the saved model (--save-model, --load-model).
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -377,7 +379,62 @@ class Track(OneStep):
         return -float((action[0] - self.obs[0]) ** 2)
 
 
+class Forever(Endless):
+    """Endless with no time limit at all: the scripts must cut it themselves (at 1,000 steps).
+    It fails loudly past 1,000 steps rather than let a test hang."""
+
+    def reset(self, *, seed=None, options=None):
+        self.steps = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.steps += 1
+        assert self.steps <= 1000, "an episode with no time limit ran past 1,000 steps"
+        return super().step(action)
+
+
+class OneHot(gym.Env):
+    """Observation Discrete(2), 0 or 1 at random, which the scripts flatten to a one-hot vector;
+    one step. Discrete actions: reward 1 for the action equal to the observation. Box actions
+    in [-1, 1]: reward -(a - (2 s - 1))^2, best at a = -1 for s = 0 and a = +1 for s = 1."""
+
+    def __init__(self, render_mode=None, bound=None):
+        self.render_mode = render_mode
+        self.observation_space = gym.spaces.Discrete(2)
+        self.action_space = gym.spaces.Discrete(2) if bound is None else BOX_SPACE
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.obs = int(self.np_random.integers(2))
+        return self.obs, {}
+
+    def step(self, action):
+        if isinstance(self.action_space, gym.spaces.Box):
+            reward = -float((action[0] - (2 * self.obs - 1)) ** 2)
+        else:
+            reward = float(int(action) == self.obs)
+        return self.obs, reward, True, False, {}
+
+
+class Observe(OneStep):
+    """OneStep with the observation space `space`: every observation is a sample of it."""
+
+    def __init__(self, render_mode=None, bound=None, space=None):
+        super().__init__(render_mode, bound)
+        self.observation_space = space
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self.obs = self.observation_space.sample()
+        return self.obs, {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 1.0, True, False, {}
+
+
 BOX = {"bound": 1.0}
+BOX_SPACE = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 PROBES = [  # id, entry point, time limit, arguments
     ("probes/OneStep-v0", OneStep, None, {}),
     ("probes/RandomSign-v0", RandomSign, None, {}),
@@ -388,6 +445,10 @@ PROBES = [  # id, entry point, time limit, arguments
     ("probes/EndlessBox-v0", Endless, 5, BOX),
     ("probes/TrackBox-v0", Track, None, BOX),
     ("probes/NarrowBox-v0", OneStep, None, {"bound": 0.1}),  # actions in [-0.1, 0.1]
+    ("probes/Forever-v0", Forever, None, {}),
+    ("probes/ForeverBox-v0", Forever, None, BOX),
+    ("probes/OneHot-v0", OneHot, None, {}),
+    ("probes/OneHotBox-v0", OneHot, None, BOX),
     # Not a probe: Pendulum-v1 cut at 25 steps, for many short Box-action episodes.
     ("probes/ShortPendulum-v0", "gymnasium.envs.classic_control.pendulum:PendulumEnv", 25, {}),
 ]
@@ -864,7 +925,127 @@ def test_learns_cartpole(script, tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# 5. Command line and bad input
+# 5. Observation spaces. The MLP takes a flat vector: a flat Box as it is; Discrete (one-hot),
+# MultiDiscrete, MultiBinary, a 2-D Box, Tuple and Dict through gymnasium's FlattenObservation;
+# images and spaces with no fixed-size vector are refused in one line.
+# ----------------------------------------------------------------------------------------------
+
+
+def observing(space, script):
+    """The id of an env that observes `space`, with the script's kind of actions."""
+    env_id = probe_id(script, f"Observe{id(space)}")
+    if env_id not in gym.registry:
+        kwargs = {"space": space, **({} if script.discrete else BOX)}
+        gym.register(id=env_id, entry_point=Observe, kwargs=kwargs)
+    return env_id
+
+
+def input_size(agent):
+    """The number of inputs of the agent's first linear layer."""
+    return next(m for m in agent.modules() if isinstance(m, torch.nn.Linear)).in_features
+
+
+@by_name(SCRIPTS)
+def test_probe_policy_learns_from_a_one_hot_observation(script, tmp_path, monkeypatch):
+    # Observation 0 or 1, seen as (1, 0) or (0, 1): the right action is the observation
+    # (Discrete), or -1 and +1 (Box).
+    argv = () if script.discrete else flags("--num-envs 8 --num-steps 16 --update-epochs 10")
+    agent, _ = probe(
+        script, tmp_path, monkeypatch, "OneHot", 320 if script.discrete else 1024, *argv
+    )
+    assert input_size(agent) == 2
+    one_hot = torch.eye(2)
+    if script.discrete:
+        probs = logprob(agent, one_hot, [0, 1]).exp()
+        assert (probs > 0.9).all(), probs
+    else:
+        with torch.no_grad():
+            mu = agent.actor_mean(observe(agent, one_hot)).flatten()
+        assert mu[0] < -0.7 and mu[1] > 0.7, mu
+
+
+TABULAR = [  # env id, size of the one-hot observation
+    ("FrozenLake-v1", 16),
+    ("Taxi-v4", 500),
+    ("CliffWalking-v1", 48),
+    ("Blackjack-v1", 32 + 11 + 2),  # a Tuple of three Discrete: three one-hot vectors
+]
+
+
+@by_name(DISCRETE)
+@pytest.mark.parametrize("env_id, size", TABULAR, ids=[t[0] for t in TABULAR])
+def test_tabular_envs_train_and_evaluate_on_one_hot_observations(script, env_id, size, tmp_path):
+    # One env for 1,000 steps: at least one episode ends, even CliffWalking's (cut at 1,000).
+    argv = flags("--num-envs 1 --num-steps 1000 --total-timesteps 1000 --eval-episodes 2")
+    result = run(script, tmp_path, "--env-id", env_id, *argv)
+    assert input_size(result["agent"]) == size
+    assert len(result["episode_returns"]) > 0 and len(result["eval_returns"]) == 2
+
+
+FLATTENED = [  # space, its size once flattened
+    pytest.param(gym.spaces.Box(-1.0, 1.0, (2, 3), np.float32), 6, id="Box-2d"),
+    pytest.param(gym.spaces.MultiDiscrete([2, 3]), 5, id="MultiDiscrete"),
+    pytest.param(gym.spaces.MultiBinary(4), 4, id="MultiBinary"),
+    pytest.param(gym.spaces.Tuple([gym.spaces.Discrete(3), BOX_SPACE]), 4, id="Tuple"),
+    pytest.param(
+        gym.spaces.Dict(cell=gym.spaces.Discrete(3), speed=gym.spaces.Box(-1, 1, (2,))),
+        5,
+        id="Dict",
+    ),
+]
+
+
+@by_name(SCRIPTS)
+@pytest.mark.parametrize("space, size", FLATTENED)
+def test_other_observation_spaces_are_flattened(script, space, size, tmp_path):
+    env_id = observing(space, script)
+    argv = flags("--num-envs 2 --num-steps 8 --total-timesteps 16 --eval-episodes 2")
+    result = run(script, tmp_path, "--env-id", env_id, *argv)
+    assert input_size(result["agent"]) == size
+    assert result["episode_returns"] and result["eval_returns"] == [1.0, 1.0]
+
+
+REFUSED = [  # space, what the line says
+    pytest.param(gym.spaces.Box(0, 255, (8, 8, 3), np.uint8), "image", id="image"),
+    pytest.param(
+        gym.spaces.Dict(pixels=gym.spaces.Box(0, 255, (8, 8, 3), np.uint8), speed=BOX_SPACE),
+        "image",
+        id="image-in-Dict",
+    ),
+    pytest.param(gym.spaces.Text(8), "Text", id="Text"),
+    pytest.param(gym.spaces.Sequence(gym.spaces.Discrete(2)), "Sequence", id="Sequence"),
+    pytest.param(gym.spaces.Graph(BOX_SPACE, None), "Graph", id="Graph"),
+]
+
+
+@by_name(SCRIPTS)
+@pytest.mark.parametrize("space, says", REFUSED)
+def test_observations_an_mlp_cannot_take_are_refused_in_one_line(
+    script, space, says, tmp_path, capsys
+):
+    env_id = observing(space, script)
+    with pytest.raises(SystemExit) as exc:
+        run(script, tmp_path, "--env-id", env_id)
+    err = one_line_error(capsys, exc, script)
+    assert says in err and "MLP" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+@by_name(SCRIPTS)
+def test_an_env_with_no_time_limit_is_cut_at_1000_steps(script, tmp_path):
+    # Reward 1 per step, no end and no time limit (CliffWalking-v1 has none either). Cut at
+    # 1,000 steps, one env's first episode returns 1,000 in training and in evaluation. Uncut,
+    # the probe fails (and a real env would run reinforce's rollout, or a greedy evaluation
+    # that bumps into a wall, forever). The cut is a truncation: it is bootstrapped.
+    argv = flags("--num-envs 1 --num-steps 1000 --total-timesteps 1000 --eval-episodes 1")
+    argv += flags("--num-minibatches 1") if script.module in GAE else ()
+    result = run(script, tmp_path, "--env-id", probe_id(script, "Forever"), *argv)
+    assert result["episode_returns"] == [(1000, 1000.0)]
+    assert result["eval_returns"] == [1000.0]
+
+
+# ----------------------------------------------------------------------------------------------
+# 6. Command line and bad input
 # ----------------------------------------------------------------------------------------------
 
 
@@ -1063,7 +1244,7 @@ def test_bad_load_model_is_one_line_and_status_2(script, write, tmp_path, capsys
 
 
 # ----------------------------------------------------------------------------------------------
-# 6. Reproducibility
+# 7. Reproducibility
 # ----------------------------------------------------------------------------------------------
 
 
@@ -1078,7 +1259,7 @@ def test_same_seed_same_run_other_seed_other_run(script, tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# 7. What train() returns, and the saved model
+# 8. What train() returns, and the saved model
 # ----------------------------------------------------------------------------------------------
 
 

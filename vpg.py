@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """VPG: the policy gradient with a learned value baseline, on discrete actions.
 
 REINFORCE (reinforce.py) plus a critic V_phi(s) that learns the expected return.
@@ -98,6 +99,30 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def needs_flattening(space, env_id):
+    """Whether the MLP must see observations of `space` through gymnasium's FlattenObservation.
+    A flat Box goes in as it is. Discrete (as a one-hot vector), MultiDiscrete, MultiBinary, a
+    2-D Box, and Tuples or Dicts of these are flattened. Images and spaces with no fixed-size
+    vector form (Text, Graph, Sequence, ...) get one line and exit status 2."""
+    if isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
+        parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
+        for part in parts:
+            needs_flattening(part, env_id)  # exits on a part the MLP cannot take
+        return True
+    if isinstance(space, gym.spaces.Box) and len(space.shape) >= 3:
+        fail(
+            f"{env_id} has image observations of shape {space.shape}; {SCRIPT} feeds an MLP "
+            "with flat vectors: for pixels use a convolutional agent, e.g. CleanRL's ppo_atari.py"
+        )
+    flattenable = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
+    if not isinstance(space, flattenable + (gym.spaces.MultiBinary,)):
+        fail(
+            f"{env_id} has {type(space).__name__} observations, which have no fixed-size vector "
+            f"form; {SCRIPT} feeds an MLP with flat vectors: wrap the env to give Box observations"
+        )
+    return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
+
+
 def make_env(env_id, num_envs):
     """`num_envs` copies of the env, stepped together, recording each episode's return.
     Gymnasium uses the env's own vector version if it has one (CartPole: numpy), else sync.
@@ -107,9 +132,14 @@ def make_env(env_id, num_envs):
     reward 0. It is not a transition of the policy; train() keeps it out of the loss.
     """
     try:
-        envs = gym.make_vec(env_id, num_envs=num_envs)
+        # An env with no time limit of its own (CliffWalking-v1) is cut at 1,000 steps, so
+        # that no episode, in training or in the greedy evaluation, can go on forever.
+        steps = gym.spec(env_id).max_episode_steps or 1000
+        envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=steps)
     except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
         fail(f"cannot make {env_id}: {error}")
+    if needs_flattening(envs.single_observation_space, env_id):
+        envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
     if not isinstance(envs.single_action_space, gym.spaces.Discrete):
         fail(
             f"{env_id} has {envs.single_action_space} actions; {SCRIPT} needs Discrete "
@@ -120,7 +150,10 @@ def make_env(env_id, num_envs):
 
 def make_eval_env(env_id, video_dir=None):
     """One env for the final evaluation, recording video if asked."""
-    env = gym.make(env_id, render_mode="rgb_array" if video_dir else None)
+    steps = gym.spec(env_id).max_episode_steps or 1000  # as in make_env
+    env = gym.make(env_id, max_episode_steps=steps, render_mode="rgb_array" if video_dir else None)
+    if needs_flattening(env.observation_space, env_id):
+        env = gym.wrappers.FlattenObservation(env)  # the vectors that training saw
     if video_dir:
         try:
             env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
