@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Stable-Baselines3 PPO with the rl-baselines3-zoo tuned hyperparameters: the peer our scripts
 are measured against.
 
