@@ -1,10 +1,15 @@
+# SPDX-License-Identifier: MIT
 """Run training scripts over seeds, then tabulate and plot time-to-threshold.
 
 Each run is `PYTHON SCRIPT --env-id E --seed S --run-dir DIR [--total-timesteps T] [extra]`,
 launched as a subprocess. Its TensorBoard events are read afterwards. Time is measured from
 t0 = time.time() just before launch to the event's wall_time, so it includes interpreter start
 and imports. The threshold is reached at the first `charts/episodic_return` event where the mean
-of the last 20 episodic returns (that one included) is >= the threshold.
+of the last 20 episodic returns (that one included) is >= the threshold. A seed is solved when
+it reached the threshold in training AND the final greedy evaluation's mean is >= the threshold
+too (without evaluation episodes: the mean of the last 20 training returns): a policy that got
+there and then wandered off is not solved at the end. The table gives the solve rate over seeds
+and names every seed that is not solved, with its figures.
 
     python benchmarks/run.py --scripts reinforce.py vpg.py ppo.py --env-id CartPole-v1 \\
         --seeds 1 2 3 --threshold 475 --out benchmarks/results/cartpole_ladder
@@ -49,6 +54,14 @@ def parse_args(argv=None):
         default=[],
         metavar=("SCRIPT", "FLAGS"),
         help="flags passed to one script only (repeatable)",
+    )
+    p.add_argument(
+        "--script-seeds",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("SCRIPT", "SEEDS"),
+        help='seeds for one script only, e.g. "1 2 3 4 5" for a slow baseline (repeatable)',
     )
     p.add_argument("--baseline", help="script whose median time-to-threshold is the ratio's 1")
     p.add_argument("--jobs", type=int, default=1, help="parallel runs (timings fair only at 1)")
@@ -137,15 +150,36 @@ def summarize(run, threshold):
     """Per-run metrics derived from the raw record (so --replot can use a new threshold)."""
     curve = rolling(run["episodes"])
     hit = next((c for c in curve if c[2] >= threshold), None)
+    final_train_mean = curve[-1][2] if curve else None
+    eval_mean = statistics.fmean(run["eval_returns"]) if run["eval_returns"] else None
+    at_the_end = eval_mean if eval_mean is not None else final_train_mean
     return {
-        "solved": hit is not None,
+        "reached": hit is not None,
+        "solved": hit is not None and at_the_end is not None and at_the_end >= threshold,
         "steps_to_threshold": hit[0] if hit else None,
         "seconds_to_threshold": hit[1] if hit else None,
-        "final_train_mean": curve[-1][2] if curve else None,
-        "eval_mean": statistics.fmean(run["eval_returns"]) if run["eval_returns"] else None,
+        "final_train_mean": final_train_mean,
+        "eval_mean": eval_mean,
         "sps": run["sps"],
         "wall_s": run["wall_s"],
     }
+
+
+def not_solved(raw):
+    """One line per seed that is not solved: why, and its final figures."""
+    lines = []
+    for run in raw["runs"]:
+        m = summarize(run, raw["threshold"])
+        if m["solved"]:
+            continue
+        why = f"reached it at step {m['steps_to_threshold']}" if m["reached"] else "never reached"
+        figures = ", ".join(
+            f"{name} {m[key]:.1f}"
+            for name, key in (("final train mean", "final_train_mean"), ("eval", "eval_mean"))
+            if m[key] is not None
+        )
+        lines.append(f"- {Path(run['script']).name} seed {run['seed']}: {why}; {figures}")
+    return lines
 
 
 def spread(values, fmt="{:.0f}"):
@@ -162,22 +196,24 @@ def make_table(raw):
     stats = {s: [summarize(r, threshold) for r in raw["runs"] if r["script"] == s] for s in scripts}
     med_time = {}
     for s, ms in stats.items():
-        times = [m["seconds_to_threshold"] for m in ms if m["solved"]]
+        times = [m["seconds_to_threshold"] for m in ms if m["reached"]]
         med_time[s] = statistics.median(times) if times else None
-    head = ["script", "solved", "steps to thr.", "seconds to thr.", "final train mean"]
+    head = ["script", "solved", "reached", "steps to thr.", "seconds to thr.", "final train mean"]
     head += ["eval mean", "SPS", "wall s"]
     show_ratio = baseline in scripts and len(scripts) > 1
     if show_ratio:
         head.append(f"time to thr. / {Path(baseline).name}")
     lines = [
-        f"{raw['env_id']}, threshold {threshold:g} (mean of the last {WINDOW} training returns); "
-        f"median (min–max) over seeds, time-to-threshold over solved seeds only.",
+        f"{raw['env_id']}, threshold {threshold:g}. Reached: the mean of the last {WINDOW} "
+        "training returns got there; solved: reached, and the final greedy evaluation is there "
+        "too. Median (min–max) over seeds; steps and seconds over the seeds that reached it.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
     ]
     for s, ms in stats.items():
         row = [Path(s).name, f"{sum(m['solved'] for m in ms)}/{len(ms)}"]
+        row += [f"{sum(m['reached'] for m in ms)}/{len(ms)}"]
         row += [spread([m["steps_to_threshold"] for m in ms])]
         row += [spread([m["seconds_to_threshold"] for m in ms], "{:.1f}")]
         row += [spread([m[k] for m in ms], "{:.1f}") for k in ("final_train_mean", "eval_mean")]
@@ -186,6 +222,8 @@ def make_table(raw):
             ok = med_time[s] is not None and med_time[baseline]
             row.append(f"{med_time[s] / med_time[baseline]:.2f}" if ok else "—")
         lines.append("| " + " | ".join(row) + " |")
+    failures = not_solved(raw)
+    lines += ["", "Not solved:", *failures] if failures else ["", "Every seed solved."]
     return "\n".join(lines) + "\n"
 
 
@@ -224,7 +262,10 @@ def make_plot(raw, path):
             with warnings.catch_warnings():  # all-NaN columns before the first full window
                 warnings.simplefilter("ignore", RuntimeWarning)
                 mean, lo, hi = band(curves, x_index, grid)
-            (line,) = ax.plot(grid, mean, label=f"{Path(script).name} (n={len(curves)})")
+            runs = [r for r in raw["runs"] if r["script"] == script]
+            solved = sum(summarize(r, raw["threshold"])["solved"] for r in runs)
+            label = f"{Path(script).name} (solved {solved}/{len(runs)})"
+            (line,) = ax.plot(grid, mean, label=label)
             ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
         ax.axhline(raw["threshold"], color="grey", linestyle="--", linewidth=1, label="threshold")
         ax.set_xlabel(label)
@@ -257,15 +298,24 @@ def main(args):
     out.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     # Alternate: seed 1 of every script, then seed 2 of every script, ...
-    order = [(script, seed) for seed in args.seeds for script in args.scripts]
+    own_seeds = {name: [int(x) for x in seeds.split()] for name, seeds in args.script_seeds}
+
+    def seeds_of(script):  # matched by path as given or by file name, as --script-extra
+        return own_seeds.get(script, own_seeds.get(Path(script).name, args.seeds))
+
+    everyone = sorted({seed for script in args.scripts for seed in seeds_of(script)})
+    order = [(s, seed) for seed in everyone for s in args.scripts if seed in seeds_of(s)]
 
     def job(i_item):
         i, (script, seed) = i_item
         run = run_one(args, script, seed)
         m = summarize(run, args.threshold)
-        result = "not solved"
-        if m["solved"]:
-            result = f"solved at step {m['steps_to_threshold']} ({m['seconds_to_threshold']:.1f} s)"
+        result = "never reached the threshold"
+        if m["reached"]:
+            result = (
+                f"reached at step {m['steps_to_threshold']} ({m['seconds_to_threshold']:.1f} s)"
+            )
+            result += "" if m["solved"] else ", NOT solved at the end"
         if run["returncode"] != 0:
             result += f"; EXIT {run['returncode']}, see {run['run_dir']}/stdout.log"
         print(
@@ -281,6 +331,7 @@ def main(args):
         "threshold": args.threshold,
         "scripts": args.scripts,
         "seeds": args.seeds,
+        "script_seeds": args.script_seeds,
         "baseline": baseline,
         "total_timesteps": args.total_timesteps,
         "extra": args.extra,
