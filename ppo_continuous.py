@@ -83,10 +83,10 @@ def parse_args(argv=None):
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--env-id", default="Pendulum-v1", help="Gymnasium env id, with Box actions")
     arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    arg("--total-timesteps", type=positive_int, default=100_000, help="env steps to train for")
+    arg("--total-timesteps", type=positive_int, default=150_000, help="env steps to train for")
     arg("--num-envs", type=positive_int, default=16, help="envs played in parallel")
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
-    arg("--learning-rate", type=positive_float, default=2e-3, help="Adam step size")
+    arg("--learning-rate", type=positive_float, default=1e-3, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.9, help="discount factor")
     arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
     arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
