@@ -264,8 +264,8 @@ def make_plot(raw, path):
                 mean, lo, hi = band(curves, x_index, grid)
             runs = [r for r in raw["runs"] if r["script"] == script]
             solved = sum(summarize(r, raw["threshold"])["solved"] for r in runs)
-            label = f"{Path(script).name} (solved {solved}/{len(runs)})"
-            (line,) = ax.plot(grid, mean, label=label)
+            name = f"{Path(script).name} (solved {solved}/{len(runs)})"
+            (line,) = ax.plot(grid, mean, label=name)
             ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
         ax.axhline(raw["threshold"], color="grey", linestyle="--", linewidth=1, label="threshold")
         ax.set_xlabel(label)
