@@ -80,7 +80,7 @@ def parse_args(argv=None):
     arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
     arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
     arg("--num-steps", type=positive_int, default=200, help="min steps per env in a rollout")
-    arg("--learning-rate", type=positive_float, default=5e-3, help="Adam step size")
+    arg("--learning-rate", type=positive_float, default=2.5e-3, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
     arg("--normalize-returns", action=on_off, default=True, help="G_t to mean 0, std 1 per batch")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
