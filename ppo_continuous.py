@@ -176,9 +176,12 @@ def make_eval_env(env_id, video_dir=None):
         env = gym.wrappers.FlattenObservation(env)  # the vectors that training saw
     if video_dir:
         try:
-            env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
-        except gym.error.DependencyNotInstalled as error:
+            video = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
+            env.reset(seed=0)
+            env.render()  # a missing renderer (pygame) fails now, not after training
+        except gym.error.DependencyNotInstalled as error:  # moviepy or the renderer
             fail(f"--capture-video: {error}")
+        env = video
     return env
 
 

@@ -1036,7 +1036,8 @@ def test_an_env_with_no_time_limit_is_cut_at_1000_steps(script, tmp_path):
     # Reward 1 per step, no end and no time limit (CliffWalking-v1 has none either). Cut at
     # 1,000 steps, one env's first episode returns 1,000 in training and in evaluation. Uncut,
     # the probe fails (and a real env would run reinforce's rollout, or a greedy evaluation
-    # that bumps into a wall, forever). The cut is a truncation: it is bootstrapped.
+    # that bumps into a wall, forever). The cut is gymnasium's TimeLimit, so a truncation like
+    # any other: test_probe_time_limit_is_bootstrapped shows the critics bootstrap those.
     argv = flags("--num-envs 1 --num-steps 1000 --total-timesteps 1000 --eval-episodes 1")
     argv += flags("--num-minibatches 1") if script.module in GAE else ()
     result = run(script, tmp_path, "--env-id", probe_id(script, "Forever"), *argv)
@@ -1141,6 +1142,20 @@ def test_env_errors_are_one_line_and_status_2(script, argv, says, tmp_path, caps
     with pytest.raises(SystemExit) as exc:
         run(script, tmp_path, *argv)
     assert says.lower() in one_line_error(capsys, exc, script).lower()
+
+
+@pytest.mark.skipif(installed("pygame"), reason="pygame is installed")
+@by_name(SCRIPTS)
+def test_capture_video_without_a_renderer_is_one_line_before_training(
+    script, tmp_path, capsys, monkeypatch
+):
+    # moviepy present or not, the default envs render with pygame: without it, one line, before
+    # any training (not a traceback from the first frame of the evaluation).
+    monkeypatch.setattr(gym.wrappers, "RecordVideo", lambda env, *args, **kwargs: env)  # moviepy
+    with pytest.raises(SystemExit) as exc:
+        run(script, tmp_path, "--capture-video", "--eval-episodes", "1")
+    assert "pygame" in one_line_error(capsys, exc, script)
+    assert not (tmp_path / "run").exists()
 
 
 COMMON_BAD = [
