@@ -97,6 +97,7 @@ def parse_args(argv=None):
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--clip-vloss", action=on_off, default=False, help="clip V around its old values too")
     arg("--ent-coef", type=nonnegative_float, default=0.0, help="weight c_H of the entropy bonus")
+    arg("--anneal-ent", action=on_off, default=False, help="decay c_H linearly to 0 as well")
     arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
     arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
@@ -321,6 +322,9 @@ def train(args):
             if args.anneal_lr:  # linearly from --learning-rate down to 0 at the last update
                 lr = args.learning_rate * (1 - (iteration - 1) / num_iterations)
                 optimizer.param_groups[0]["lr"] = lr
+            ent_coef = args.ent_coef
+            if args.anneal_ent:  # c_H too: explore early, and act sharply by the end
+                ent_coef = args.ent_coef * (1 - (iteration - 1) / num_iterations)
             for step in range(args.num_steps):
                 obs[step] = next_obs
                 valid[step] = ~next_done  # the step after an episode's end is gymnasium's reset
@@ -374,7 +378,7 @@ def train(args):
                         newvalues.flatten(), b_returns[mb], old_values, args.clip_coef
                     )
                     # L = L_clip + c_V L_V - c_H H: one loss, one step for actor and critic
-                    loss = policy_loss - args.ent_coef * entropy.mean() + args.vf_coef * v_loss
+                    loss = policy_loss - ent_coef * entropy.mean() + args.vf_coef * v_loss
                     check_finite(loss, iteration, writer)
                     optimizer.zero_grad()
                     loss.backward()

@@ -868,6 +868,30 @@ def test_numpy_cartpole_resets_on_the_next_step_like_python_envs(script):
 
 
 @by_name(GAE_SCRIPTS)
+@pytest.mark.parametrize(
+    "anneal, weights", [("--anneal-ent", [0.8, 0.6, 0.4, 0.2]), ("", [0.8] * 4)]
+)
+def test_entropy_weight_in_the_loss_and_its_annealing(
+    script, anneal, weights, tmp_path, monkeypatch
+):
+    # The loss is ... - c_H * mean(entropy): d loss / d entropy_i = -c_H / B, so the gradient
+    # that reaches the entropy tensor of each update sums to -c_H, the weight really used.
+    # 4 updates of one minibatch; --anneal-ent takes c_H = 0.8 linearly towards 0.
+    seen = []
+
+    def keep(args, result):  # scoring the batch's actions: the update's entropy tensor
+        if len(args) == 3:
+            result[2].register_hook(lambda grad: seen.append(-grad.sum().item()))
+        return result
+
+    wrap(monkeypatch, script.module.Agent, "get_action_and_value", keep)
+    argv = flags("--num-envs 2 --num-steps 8 --total-timesteps 64 --update-epochs 1")
+    argv += flags(f"--num-minibatches 1 --ent-coef 0.8 {anneal}")
+    run(script, tmp_path, "--env-id", probe_id(script, "RandomSign"), *argv)
+    assert seen == pytest.approx(weights)
+
+
+@by_name(GAE_SCRIPTS)
 def test_minibatches_are_never_empty(script, tmp_path):
     # 1 env, 4 steps of one-step episodes: steps 1 and 3 are resets, so 2 samples reach the update.
     # 4 steps split into --num-minibatches 4, a legal choice; but 2 samples do not, and an empty
