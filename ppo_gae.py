@@ -21,6 +21,8 @@ Advantage Estimation", arXiv:1506.02438; Schulman et al. (2017), arXiv:1707.0634
     python ppo_gae.py --env-id Acrobot-v1 --ent-coef 0.01 --total-timesteps 100000  # > -100
     python ppo_gae.py --env-id FrozenLake-v1 --num-steps 128 --num-minibatches 4 \
         --learning-rate 1e-3 --ent-coef 0.01 --total-timesteps 300000  # one-hot states; ~0.73
+    python ppo_gae.py --env-id Taxi-v4 --num-steps 128 --num-minibatches 4 --learning-rate 1e-3 \
+        --ent-coef 0.5 --anneal-ent --total-timesteps 1000000  # ~7.9, the best is 7.93
     python ppo_gae.py --cuda                              # rollout tensors on the GPU
     tensorboard --logdir runs
 """
