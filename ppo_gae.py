@@ -91,6 +91,12 @@ def parse_args(argv=None):
     arg("--num-steps", type=positive_int, default=32, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=5e-3, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
+    arg(
+        "--bootstrap-truncation",
+        action=on_off,
+        default=True,
+        help="after a time-limit cut, add gamma V(final obs); off: the classic bug, to see it",
+    )
     arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
     arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
     arg("--num-minibatches", type=positive_int, default=1, help="minibatches per epoch")
@@ -336,6 +342,8 @@ def train(args):
                 next_obs, reward, terminated, truncated, infos = envs.step(action.cpu().numpy())
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
+                if not args.bootstrap_truncation:  # the ablation: take a time-limit cut for an end
+                    terminated = terminated | truncated
                 terminations[step] = torch.as_tensor(terminated, device=device)
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)

@@ -822,6 +822,18 @@ def test_probe_time_limit_is_bootstrapped(script, tmp_path, monkeypatch):
     assert v > 4.1 + 4  # far from any truncated sum
 
 
+@by_name(WITH_CRITIC)
+def test_probe_no_bootstrap_truncation_shows_the_bug(script, tmp_path, monkeypatch):
+    # The ablation flag: the same probe with the cut taken for an end. The critic then learns
+    # about the mean return left in an episode, 2.63 (above; 4.1 at most), where the task's value
+    # is 10. A rollout's end is still bootstrapped (it is no episode's end), which lifts V a
+    # little: 3.5 for vpg and ppo, 3.1 for ppo_gae, 2.8 for ppo_continuous (against about 10).
+    argv = ("--gamma", "0.9", "--no-bootstrap-truncation")
+    agent, unit = probe(script, tmp_path, monkeypatch, "Endless", 640, *argv)
+    v = value(agent, [[1.0]]).item() / unit
+    assert 2.0 < v < 4.1 + 0.5, v
+
+
 # ----------------------------------------------------------------------------------------------
 # 3. What reaches the loss. Autoreset: the step after an episode's end is gymnasium's reset,
 # not a transition. Box actions: the sample, not what the env got (clipped to its bounds).
