@@ -84,12 +84,7 @@ def parse_args(argv=None):
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
-    arg(
-        "--bootstrap-truncation",
-        action=on_off,
-        default=True,
-        help="after a time-limit cut, add gamma V(final obs); off: the classic bug, to see it",
-    )
+    arg("--bootstrap-truncation", action=on_off, default=True, help="off shows the time-limit bug")
     arg("--update-epochs", type=positive_int, default=10, help="policy steps per rollout")
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
@@ -103,10 +98,9 @@ def parse_args(argv=None):
 
 
 def needs_flattening(space, env_id):
-    """Whether the MLP must see observations of `space` through gymnasium's FlattenObservation.
-    A flat Box goes in as it is. Discrete (as a one-hot vector), MultiDiscrete, MultiBinary, a
-    2-D Box, and Tuples or Dicts of these are flattened. Images and spaces with no fixed-size
-    vector form (Text, Graph, Sequence, ...) get one line and exit status 2."""
+    """Whether the MLP must see `space` through gymnasium's FlattenObservation: not a flat Box,
+    which goes in as it is; yes for Discrete (as one-hot), MultiDiscrete, MultiBinary, a 2-D Box,
+    and Tuples or Dicts of these. Images and spaces with no fixed-size vector: one line, exit 2."""
     if isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
         parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
         for part in parts:
@@ -117,8 +111,8 @@ def needs_flattening(space, env_id):
             f"{env_id} has image observations of shape {space.shape}; {SCRIPT} feeds an MLP "
             "with flat vectors: for pixels use a convolutional agent, e.g. CleanRL's ppo_atari.py"
         )
-    flattenable = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
-    if not isinstance(space, flattenable + (gym.spaces.MultiBinary,)):
+    kinds = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary
+    if not isinstance(space, kinds):  # Text, Graph, Sequence, OneOf, ...
         fail(
             f"{env_id} has {type(space).__name__} observations, which have no fixed-size vector "
             f"form; {SCRIPT} feeds an MLP with flat vectors: wrap the env to give Box observations"
@@ -135,10 +129,9 @@ def make_env(env_id, num_envs):
     reward 0. It is not a transition of the policy; train() keeps it out of the loss.
     """
     try:
-        # An env with no time limit of its own (CliffWalking-v1) is cut at 1,000 steps, so
-        # that no episode, in training or in the greedy evaluation, can go on forever.
-        steps = gym.spec(env_id).max_episode_steps or 1000
-        envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=steps)
+        # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
+        max_steps = gym.spec(env_id).max_episode_steps or 1000
+        envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
     except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
@@ -153,18 +146,19 @@ def make_env(env_id, num_envs):
 
 def make_eval_env(env_id, video_dir=None):
     """One env for the final evaluation, recording video if asked."""
-    steps = gym.spec(env_id).max_episode_steps or 1000  # as in make_env
-    env = gym.make(env_id, max_episode_steps=steps, render_mode="rgb_array" if video_dir else None)
+    max_steps = gym.spec(env_id).max_episode_steps or 1000  # as in make_env
+    mode = "rgb_array" if video_dir else None
+    env = gym.make(env_id, max_episode_steps=max_steps, render_mode=mode)
     if needs_flattening(env.observation_space, env_id):
         env = gym.wrappers.FlattenObservation(env)  # the vectors that training saw
     if video_dir:
         try:
-            video = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
+            recorder = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
             env.reset(seed=0)
             env.render()  # a missing renderer (pygame) fails now, not after training
         except gym.error.DependencyNotInstalled as error:  # moviepy or the renderer
             fail(f"--capture-video: {error}")
-        env = video
+        env = recorder
     return env
 
 
