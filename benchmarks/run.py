@@ -17,10 +17,17 @@ and names every seed that is not solved, with its figures.
         --seeds 1 2 3 4 5 --threshold 475 --baseline benchmarks/sb3_ppo.py \\
         --out benchmarks/results/cartpole_vs_sb3
     python benchmarks/run.py --replot --out benchmarks/results/cartpole_vs_sb3
+
+A script can also run under a label with flags of its own, to compare settings of one script:
+
+    python benchmarks/run.py --variant "vpg, 1 step" vpg.py "--train-pi-iters 1" \
+        --variant "vpg, 10 steps" vpg.py "--train-pi-iters 10" --seeds 1 2 3 4 5 \
+        --threshold 475 --out /tmp/vpg_steps
 """
 
 import argparse
 import json
+import re
 import shlex
 import shutil
 import statistics
@@ -40,7 +47,22 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--scripts", nargs="+", help="training scripts to compare")
+    p.add_argument("--scripts", nargs="+", default=[], help="training scripts to compare")
+    p.add_argument(
+        "--variant",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("LABEL", "SCRIPT", "FLAGS"),
+        help='SCRIPT with FLAGS, shown as LABEL, e.g. "lambda 1" ppo_gae.py "--gae-lambda 1" '
+        "(repeatable)",
+    )
+    p.add_argument("--title", help="title of the plot (default: the env id)")
+    p.add_argument(
+        "--panels",
+        action="store_true",
+        help="plot one panel per script or variant, with every seed drawn, over env steps",
+    )
     p.add_argument("--env-id", default="CartPole-v1")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--threshold", type=float, help="return that counts as solved")
@@ -68,8 +90,11 @@ def parse_args(argv=None):
     p.add_argument("--python", default=sys.executable, help="interpreter for the scripts")
     p.add_argument("--replot", action="store_true", help="redo table and plots from raw.json")
     args = p.parse_args(argv)
-    if not args.replot and (not args.scripts or args.threshold is None):
-        p.error("--scripts and --threshold are required unless --replot")
+    if not args.replot and (not (args.scripts or args.variant) or args.threshold is None):
+        p.error("--scripts or --variant, and --threshold, are required unless --replot")
+    labels = args.scripts + [label for label, _, _ in args.variant]
+    if len(set(labels)) < len(labels):
+        p.error(f"every script and variant label must be different, got {labels}")
     if args.jobs < 1:
         p.error("--jobs must be >= 1")
     return args
@@ -100,9 +125,11 @@ def read_scalars(run_dir):
     return scalars
 
 
-def run_one(args, script, seed):
-    """Launch one training run, wait for it, and return its raw record."""
-    run_dir = Path(args.out) / "runs" / f"{Path(script).stem}__seed{seed}"
+def run_one(args, label, script, flags, seed):
+    """Launch one training run of `script` (shown as `label`, with its own `flags` last), wait
+    for it, and return its raw record."""
+    slug = re.sub(r"[^\w.=-]+", "_", Path(label).stem if label == script else label)
+    run_dir = Path(args.out) / "runs" / f"{slug}__seed{seed}"
     shutil.rmtree(run_dir, ignore_errors=True)  # stale event files would mix into this run
     run_dir.mkdir(parents=True)
     cmd = [args.python, script, "--env-id", args.env_id, "--seed", str(seed)]
@@ -110,8 +137,9 @@ def run_one(args, script, seed):
     if args.total_timesteps:
         cmd += ["--total-timesteps", str(args.total_timesteps)]
     cmd += shlex.split(args.extra)
-    for name, flags in args.script_extra:  # matched by path as given or by file name
-        cmd += shlex.split(flags) if name in (script, Path(script).name) else []
+    for name, extra in args.script_extra:  # matched by path as given or by file name
+        cmd += shlex.split(extra) if name in (script, Path(script).name) else []
+    cmd += shlex.split(flags)
     with open(run_dir / "stdout.log", "w") as log:
         t0 = time.time()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -124,7 +152,7 @@ def run_one(args, script, seed):
     ]
     sps = scalars.get("charts/SPS", [])
     return {
-        "script": script,
+        "script": label,
         "seed": seed,
         "run_dir": str(run_dir),
         "cmd": shlex.join(cmd),
@@ -274,7 +302,53 @@ def make_plot(raw, path):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"return, mean of last {WINDOW} episodes")
     axes[0].legend(loc="best", fontsize=8)
-    fig.suptitle(f"{raw['env_id']}: mean and min–max over seeds")
+    fig.suptitle(f"{raw.get('title') or raw['env_id']}: mean and min–max over seeds")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def make_panels(raw, path):
+    """One panel per script or variant: every seed thin, their mean bold, min–max shaded."""
+    import math
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = raw["scripts"]
+    cols = min(3, len(labels))
+    rows = math.ceil(len(labels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    end = max(r["episodes"][-1][0] for r in raw["runs"] if r["episodes"])
+    grid = np.linspace(0, end, 300)
+    for i, (ax, label) in enumerate(zip(axes.flat, labels, strict=False)):
+        runs = [r for r in raw["runs"] if r["script"] == label]
+        curves = [cv for r in runs if (cv := rolling(r["episodes"]))]
+        color = f"C{i}"
+        for cv in curves:
+            ax.plot([c[0] for c in cv], [c[2] for c in cv], color=color, alpha=0.4, linewidth=0.7)
+        if curves:
+            with warnings.catch_warnings():  # all-NaN columns before the first full window
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean, lo, hi = band(curves, 0, grid)
+            ax.plot(grid, mean, color=color, linewidth=2, label="mean over seeds")
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.15, linewidth=0, label="min–max")
+        ax.axhline(raw["threshold"], color="grey", linestyle="--", linewidth=1, label="threshold")
+        solved = sum(summarize(r, raw["threshold"])["solved"] for r in runs)
+        ax.set_title(f"{Path(label).name}: solved {solved}/{len(runs)}", fontsize=10)
+        ax.set_xlabel("environment steps")
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k")
+        ax.set_ylabel(f"return, mean of last {WINDOW}")
+        ax.set_xlim(0, end)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(labels) :]:
+        ax.axis("off")
+    axes.flat[0].legend(loc="best", fontsize=7)
+    title = raw.get("title") or raw["env_id"]
+    fig.suptitle(f"{title}: each seed (thin), their mean (bold) and min–max (shaded)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -283,7 +357,7 @@ def make_plot(raw, path):
 def report(raw, out):
     table = make_table(raw)
     (out / "table.md").write_text(table)
-    make_plot(raw, out / "curves.png")
+    (make_panels if raw.get("panels") else make_plot)(raw, out / "curves.png")
     print(table)
     print(f"wrote {out / 'raw.json'}, {out / 'table.md'}, {out / 'curves.png'}")
 
@@ -294,22 +368,28 @@ def main(args):
         raw = json.loads((out / "raw.json").read_text())
         raw["threshold"] = raw["threshold"] if args.threshold is None else args.threshold
         raw["baseline"] = pick_baseline(args.baseline, raw["scripts"]) or raw.get("baseline")
+        raw["title"] = args.title or raw.get("title")
+        raw["panels"] = args.panels or raw.get("panels")
         return report(raw, out)
-    baseline = pick_baseline(args.baseline, args.scripts)
+    # A series is (label, script, its own flags); a plain script is its own label.
+    series = [(s, s, "") for s in args.scripts] + [tuple(v) for v in args.variant]
+    labels = [label for label, _, _ in series]
+    baseline = pick_baseline(args.baseline, labels)
     out.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     # Alternate: seed 1 of every script, then seed 2 of every script, ...
     own_seeds = {name: [int(x) for x in seeds.split()] for name, seeds in args.script_seeds}
 
-    def seeds_of(script):  # matched by path as given or by file name, as --script-extra
-        return own_seeds.get(script, own_seeds.get(Path(script).name, args.seeds))
+    def seeds_of(label, script):  # matched by label, path as given or file name
+        names = (label, script, Path(script).name)
+        return next((own_seeds[n] for n in names if n in own_seeds), args.seeds)
 
-    everyone = sorted({seed for script in args.scripts for seed in seeds_of(script)})
-    order = [(s, seed) for seed in everyone for s in args.scripts if seed in seeds_of(s)]
+    everyone = sorted({seed for label, script, _ in series for seed in seeds_of(label, script)})
+    order = [(s, seed) for seed in everyone for s in series if seed in seeds_of(*s[:2])]
 
     def job(i_item):
-        i, (script, seed) = i_item
-        run = run_one(args, script, seed)
+        i, ((label, script, flags), seed) = i_item
+        run = run_one(args, label, script, flags, seed)
         m = summarize(run, args.threshold)
         result = "never reached the threshold"
         if m["reached"]:
@@ -320,7 +400,7 @@ def main(args):
         if run["returncode"] != 0:
             result += f"; EXIT {run['returncode']}, see {run['run_dir']}/stdout.log"
         print(
-            f"[{i + 1}/{len(order)}] {script} seed {seed}: {run['wall_s']:.1f} s, {result}",
+            f"[{i + 1}/{len(order)}] {label} seed {seed}: {run['wall_s']:.1f} s, {result}",
             flush=True,
         )
         return run
@@ -330,7 +410,10 @@ def main(args):
     raw = {
         "env_id": args.env_id,
         "threshold": args.threshold,
-        "scripts": args.scripts,
+        "scripts": labels,
+        "variants": {label: [script, flags] for label, script, flags in args.variant},
+        "title": args.title,
+        "panels": args.panels,
         "seeds": args.seeds,
         "script_seeds": args.script_seeds,
         "baseline": baseline,
