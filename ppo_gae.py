@@ -84,7 +84,7 @@ def parse_args(argv=None):
         description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
-    arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
+    arg("--env-id", default="CartPole-v1", help="Discrete-action env; CartPoleTorch-v1: in torch")
     arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
     arg("--total-timesteps", type=positive_int, default=60_000, help="env steps to train for")
     arg("--num-envs", type=positive_int, default=16, help="envs played in parallel")
@@ -142,9 +142,10 @@ def needs_flattening(space, env_id):
     return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
 
 
-def make_env(env_id, num_envs):
+def make_env(env_id, num_envs, device):
     """`num_envs` copies of the env, stepped together, recording each episode's return.
-    Gymnasium uses the env's own vector version if it has one (CartPole: numpy), else sync.
+    Gymnasium uses the env's own vector version if it has one (CartPole: numpy), else sync;
+    CartPoleTorch-v1 (at the end of this file) is CartPole in torch tensors on `device`.
 
     Gymnasium 1.x vector envs reset an env on the step AFTER its episode ends: that
     step ignores the action and returns the new episode's first observation with
@@ -153,6 +154,8 @@ def make_env(env_id, num_envs):
     try:
         # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
         max_steps = gym.spec(env_id).max_episode_steps or 1000
+        if env_id == "CartPoleTorch-v1":  # tensors on `device`; it records its own episodes
+            return CartPoleTorch(num_envs, max_steps, device)
         envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
     except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
         fail(f"cannot make {env_id}: {error}")
@@ -163,7 +166,8 @@ def make_env(env_id, num_envs):
             f"{env_id} has {envs.single_action_space} actions; {SCRIPT} needs Discrete "
             "actions: use ppo_continuous.py for Box actions"
         )
-    return gym.wrappers.vector.RecordEpisodeStatistics(envs)
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
+    return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
 
 
 def make_eval_env(env_id, video_dir=None):
@@ -278,6 +282,29 @@ def evaluate(agent, env, episodes, seed, device):
     return returns
 
 
+def log_episodes(writer, ended_episodes, history):
+    """Log the episodes that ended in a rollout. `ended_episodes` holds, for each step where
+    one did, (global step, which envs ended, their info["episode"]). One copy from the
+    device, then each episode when there are few, else their mean and count: an add_scalar
+    call takes ~0.1 ms, and thousands of episodes can end in one rollout."""
+    if not ended_episodes:
+        return
+    steps, ended, episodes = zip(*ended_episodes, strict=True)
+    ended = torch.stack([torch.as_tensor(done) for done in ended]).cpu()
+    returns = torch.stack([torch.as_tensor(e["r"]) for e in episodes]).cpu()[ended].tolist()
+    lengths = torch.stack([torch.as_tensor(e["l"]) for e in episodes]).cpu()[ended].tolist()
+    steps = torch.tensor(steps)[:, None].expand_as(ended)[ended].tolist()
+    history.extend(zip(steps, returns, strict=True))  # every (step, return), for the caller
+    if len(returns) <= 256:
+        for step, episode_return, length in zip(steps, returns, lengths, strict=True):
+            writer.add_scalar("charts/episodic_return", episode_return, step)
+            writer.add_scalar("charts/episodic_length", length, step)
+    else:
+        writer.add_scalar("charts/episodic_return", np.mean(returns), steps[-1])
+        writer.add_scalar("charts/episodic_length", np.mean(lengths), steps[-1])
+        writer.add_scalar("charts/episodes", len(returns), steps[-1])
+
+
 def train(args):
     run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     run_dir = args.run_dir or f"runs/{run_name}"
@@ -290,7 +317,7 @@ def train(args):
     if args.cuda and device.type == "cpu":
         print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
 
-    envs = make_env(args.env_id, args.num_envs)
+    envs = make_env(args.env_id, args.num_envs, device)
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
@@ -327,13 +354,14 @@ def train(args):
             ent_coef = args.ent_coef
             if args.anneal_ent:  # c_H too: explore early, and act sharply by the end
                 ent_coef = args.ent_coef * (1 - (iteration - 1) / num_iterations)
+            ended_episodes = []  # (global step, which envs ended, info["episode"]), for the log
             for step in range(args.num_steps):
                 obs[step] = next_obs
                 valid[step] = ~next_done  # the step after an episode's end is gymnasium's reset
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
-                next_obs, reward, terminated, truncated, infos = envs.step(action.cpu().numpy())
+                next_obs, reward, terminated, truncated, infos = envs.step(action)
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
                 if not args.bootstrap_truncation:  # the ablation: take a time-limit cut for an end
@@ -342,11 +370,9 @@ def train(args):
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
                 next_done = torch.as_tensor(terminated | truncated, device=device)
-                for i in np.flatnonzero(infos.get("_episode", [])):
-                    episode_return, length = infos["episode"]["r"][i], infos["episode"]["l"][i]
-                    episode_returns.append((global_step, float(episode_return)))
-                    writer.add_scalar("charts/episodic_return", episode_return, global_step)
-                    writer.add_scalar("charts/episodic_length", length, global_step)
+                if "_episode" in infos:  # which envs ended an episode, and its return and length
+                    ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
+            log_episodes(writer, ended_episodes, episode_returns)
 
             # GAE needs V(s_{t+1}) for every step. After a step that ends an episode, s_{t+1} is
             # still that episode's final observation (the reset comes one step later).
@@ -439,6 +465,79 @@ def train(args):
         sps=sps,
         eval_returns=eval_returns,
         run_dir=run_dir,
+    )
+
+
+# CartPole as torch tensors, for `--env-id CartPoleTorch-v1`. It is not part of the algorithm:
+# it lets thousands of CartPoles step on the training device, with nothing copied to numpy.
+
+
+class CartPoleTorch(gym.vector.VectorEnv):
+    """Gymnasium's CartPole-v1 (its CartPoleVectorEnv) in torch on `device`: the same Euler
+    step, limits, reward 1 per step, 500-step truncation and next-step autoreset. It also
+    records each episode's return and length in info, as RecordEpisodeStatistics does."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs=1, max_episode_steps=500, device="cpu"):
+        self.num_envs, self.max_episode_steps = num_envs, max_episode_steps
+        self.device, self.generator = torch.device(device), torch.Generator(device)
+        high = np.array([4.8, np.inf, 24 * 2 * np.pi / 360, np.inf], dtype=np.float32)
+        self.single_observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, num_envs
+        )
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+
+    def uniform_states(self):  # x, x_dot, theta, theta_dot ~ U(-0.05, 0.05)
+        shape = (self.num_envs, 4)
+        return torch.rand(shape, generator=self.generator, device=self.device) * 0.1 - 0.05
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self.generator.manual_seed(seed)
+        self.state = self.uniform_states()
+        self.steps = torch.zeros(self.num_envs, dtype=torch.int32, device=self.device)
+        self.returns = torch.zeros(self.num_envs, device=self.device)
+        self.lengths = torch.zeros_like(self.steps)
+        self.prev_done = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        return self.state, {}
+
+    def step(self, action):
+        x, x_dot, theta, theta_dot = self.state.unbind(1)
+        force = torch.where(torch.as_tensor(action, device=self.device) == 1, 10.0, -10.0)
+        cos, sin = theta.cos(), theta.sin()
+        # masses: cart 1, pole 0.1; half the pole's length 0.5; gravity 9.8; tau 0.02 s
+        temp = (force + 0.05 * theta_dot**2 * sin) / 1.1
+        theta_acc = (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos**2 / 1.1))
+        x_acc = temp - 0.05 * theta_acc * cos / 1.1
+        x, x_dot = x + 0.02 * x_dot, x_dot + 0.02 * x_acc
+        theta, theta_dot = theta + 0.02 * theta_dot, theta_dot + 0.02 * theta_acc
+        self.state = torch.stack([x, x_dot, theta, theta_dot], 1)
+        terminated = (x.abs() > 2.4) | (theta.abs() > 12 * 2 * np.pi / 360)
+        self.steps = self.steps + 1
+        truncated = self.steps >= self.max_episode_steps
+        # Next-step autoreset: an env whose episode ended on the last step starts a new one now.
+        reset = self.prev_done
+        self.state = torch.where(reset[:, None], self.uniform_states(), self.state)
+        self.steps = torch.where(reset, 0, self.steps)
+        reward = (~reset).float()
+        terminated, truncated = terminated & ~reset, truncated & ~reset
+        self.prev_done = done = terminated | truncated
+        self.returns = torch.where(reset, 0.0, self.returns + reward)
+        self.lengths = torch.where(reset, 0, self.lengths + 1)
+        info = {"episode": {"r": self.returns * done, "l": self.lengths * done}, "_episode": done}
+        return self.state, reward, terminated, truncated, info
+
+
+if "CartPoleTorch-v1" not in gym.registry:  # evaluation and video use gymnasium's CartPole
+    gym.register(
+        "CartPoleTorch-v1",
+        entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+        vector_entry_point=CartPoleTorch,
+        max_episode_steps=500,
+        reward_threshold=475.0,
     )
 
 

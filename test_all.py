@@ -13,7 +13,8 @@ Layout, one section per kind of check:
   5. observation spaces: flattened (Discrete as one-hot, Tuple, Dict, ...) or refused in one line;
   6. command line and bad input;
   7. reproducibility;
-  8. the dict that train() returns, and the saved model (--save-model, --load-model).
+  8. the dict that train() returns, and the saved model (--save-model, --load-model);
+  9. CartPoleTorch-v1 against gymnasium's CartPole, and the episode log of a rollout.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -862,10 +863,10 @@ def test_reset_steps_never_reach_the_loss(script, tmp_path, monkeypatch):
 def test_numpy_cartpole_resets_on_the_next_step_like_python_envs(script):
     # make_env lets gymnasium pick CartPole's own numpy vector env (the probes above run in a
     # SyncVectorEnv); the masking needs its reset too one step after the end, with reward 0.
-    envs = script.module.make_env("CartPole-v1", 4)
+    envs = script.module.make_env("CartPole-v1", 4, torch.device("cpu"))
     assert type(envs.unwrapped).__name__ == "CartPoleVectorEnv"
     envs.reset(seed=0)
-    push_right, done = np.ones(4, dtype=np.int64), np.zeros(4, dtype=bool)
+    push_right, done = torch.ones(4, dtype=torch.long), np.zeros(4, dtype=bool)
     for _ in range(100):  # pushing one way, the pole falls in about 10 steps
         _, reward, terminated, truncated, _ = envs.step(push_right)
         assert np.all(reward == 1)
@@ -1411,3 +1412,178 @@ def test_load_model_on_the_command_line(tiny_run, tmp_path):
     said = f"evaluation over 2 episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}"
     assert said in proc.stdout, (said, proc.stdout)
     assert "losses/policy_loss" not in scalars(tmp_path / "run").Tags()["scalars"]  # no update
+
+
+# ----------------------------------------------------------------------------------------------
+# 9. CartPoleTorch-v1: gymnasium's CartPole in torch tensors; the episode log of a rollout
+# ----------------------------------------------------------------------------------------------
+
+
+def balancing(state, rng, noise=0.35):
+    """Push the way the pole leans, with a random action a `noise` share of the time: episodes
+    of all lengths, so that some reach a time limit and many end by falling."""
+    theta, theta_dot = state[2], state[3]
+    return ((theta + 0.5 * theta_dot > 0) ^ (rng.random(len(theta)) < noise)).astype(np.int64)
+
+
+@by_name(DISCRETE)
+def test_torch_cartpole_steps_exactly_like_gymnasiums(script):
+    # 64 envs x 3,000 steps with a 50-step limit, next to gymnasium's CartPoleVectorEnv with
+    # RecordEpisodeStatistics. Before every step, ours takes gymnasium's state (float64 ->
+    # float32), so both step from identical states with identical actions. Every reward and flag
+    # and every finished episode's return and length agree exactly; observations to float32
+    # precision, except on reset steps, where each env draws its own new U(-0.05, 0.05) state.
+    n = 64
+    ours = script.module.CartPoleTorch(n, max_episode_steps=50)
+    theirs = gym.wrappers.vector.RecordEpisodeStatistics(
+        gym.make_vec("CartPole-v1", n, max_episode_steps=50)
+    )
+    ours.reset(seed=0)
+    theirs.reset(seed=0)
+    raw, rng = theirs.unwrapped, np.random.default_rng(0)
+    seen = dict(terminated=0, truncated=0, reset=0, episodes=0)
+    for _ in range(3000):
+        ours.state = torch.tensor(raw.state.T, dtype=torch.float32)
+        action, reset = balancing(raw.state, rng), raw.prev_done.copy()
+        obs, reward, terminated, truncated, info = ours.step(torch.as_tensor(action))
+        obs_, reward_, terminated_, truncated_, info_ = theirs.step(action)
+        assert np.array_equal(reward.numpy(), reward_)
+        assert np.array_equal(terminated.numpy(), terminated_)
+        assert np.array_equal(truncated.numpy(), truncated_)
+        np.testing.assert_allclose(obs.numpy()[~reset], obs_[~reset], rtol=1e-5, atol=1e-6)
+        assert np.all(np.abs(obs.numpy()[reset]) <= 0.05) and np.all(reward_[reset] == 0)
+        ended = info_.get("_episode", np.zeros(n, dtype=bool))
+        assert np.array_equal(info["_episode"].numpy(), ended)
+        for key in ("r", "l"):
+            if ended.any():
+                assert np.array_equal(
+                    info["episode"][key].numpy()[ended], info_["episode"][key][ended]
+                )
+        seen["terminated"] += terminated_.sum()
+        seen["truncated"] += truncated_.sum()
+        seen["reset"] += reset.sum()
+        seen["episodes"] += ended.sum()
+    assert seen["terminated"] > 1000 and seen["truncated"] > 1000, seen
+    assert seen["reset"] == seen["episodes"] - ended.sum()  # every end but the last is reset
+
+
+@by_name(DISCRETE)
+def test_torch_cartpole_same_seed_same_episodes(script):
+    def observations(seed):
+        envs = script.module.CartPoleTorch(16)
+        obs, _ = envs.reset(seed=seed)
+        actions = torch.Generator().manual_seed(0)
+        seen = [obs]
+        for _ in range(300):  # random actions: episodes of ~20 steps, so ~15 resets per env
+            seen.append(envs.step(torch.randint(0, 2, (16,), generator=actions))[0])
+        return torch.stack(seen)
+
+    first = observations(3)
+    assert torch.equal(first, observations(3))
+    assert not torch.equal(first, observations(4))
+
+
+@by_name(DISCRETE)
+def test_torch_cartpole_trains_with_tensors_only(script, tmp_path, monkeypatch):
+    # make_env builds it for the id, unwrapped: the loop hands it the action tensor itself
+    # (no copy to numpy) and gets tensors back. The evaluation plays gymnasium's CartPole.
+    actions = []
+    original = script.module.CartPoleTorch.step
+
+    def step(self, action):
+        actions.append(action)
+        return original(self, action)
+
+    monkeypatch.setattr(script.module.CartPoleTorch, "step", step)
+    argv = flags("--num-envs 4 --num-steps 64 --total-timesteps 512 --eval-episodes 1")
+    result = run(script, tmp_path, "--env-id", "CartPoleTorch-v1", *argv)
+    assert len(actions) >= 128 and all(isinstance(a, torch.Tensor) for a in actions)
+    assert len(result["episode_returns"]) >= 10 and len(result["eval_returns"]) == 1
+    assert all(8 <= r <= 500 for _, r in result["episode_returns"])
+    envs = script.module.make_env("CartPoleTorch-v1", 4, torch.device("cpu"))
+    assert isinstance(envs, script.module.CartPoleTorch)
+
+
+def test_ppo_gae_learns_the_torch_cartpole(tmp_path):
+    # ppo_gae's defaults on CartPoleTorch-v1, 40,960 steps: seed 1 ends at about (xx, 500).
+    result = run(SCRIPTS[3], tmp_path, "--env-id", "CartPoleTorch-v1", "--total-timesteps", "40960")
+    recent = np.mean([r for _, r in result["episode_returns"][-20:]])
+    assert recent >= 200, recent
+
+
+class Writer:
+    """The add_scalar calls a SummaryWriter would get."""
+
+    def __init__(self):
+        self.calls = []
+
+    def add_scalar(self, tag, value, step):
+        self.calls.append((tag, value, step))
+
+
+@modules([s.module for s in SCRIPTS])
+@pytest.mark.parametrize("as_tensor", [False, True], ids=["numpy", "torch"])
+def test_log_episodes_each_when_few_their_mean_when_many(module, as_tensor):
+    # Step 16 (global step) ends env 1's episode (return 5, 5 steps), step 32 ends envs 0 and 2.
+    convert = torch.as_tensor if as_tensor else np.asarray
+
+    def info(ended, returns, lengths):
+        return convert(ended), {"r": convert(returns), "l": convert(lengths)}
+
+    few = [
+        (16, *info([False, True, False], [0.0, 5.0, 0.0], [0, 5, 0])),
+        (32, *info([True, False, True], [9.0, 0.0, 2.5], [9, 0, 3])),
+    ]
+    writer, history = Writer(), []
+    module.log_episodes(writer, few, history)
+    assert history == [(16, 5.0), (32, 9.0), (32, 2.5)]
+    assert writer.calls == [
+        ("charts/episodic_return", 5.0, 16),
+        ("charts/episodic_length", 5, 16),
+        ("charts/episodic_return", 9.0, 32),
+        ("charts/episodic_length", 9, 32),
+        ("charts/episodic_return", 2.5, 32),
+        ("charts/episodic_length", 3, 32),
+    ]
+    # 300 envs that all end an episode on step 300 (returns 0..299, lengths 1..300): logged as
+    # their mean and count, as one point each. Nothing ended: nothing logged.
+    many = [(300, *info([True] * 300, np.arange(300.0), np.arange(1, 301)))]
+    writer, history = Writer(), []
+    module.log_episodes(writer, many, history)
+    assert len(history) == 300 and history[-1] == (300, 299.0)
+    assert writer.calls == [
+        ("charts/episodic_return", 149.5, 300),
+        ("charts/episodic_length", 150.5, 300),
+        ("charts/episodes", 300, 300),
+    ]
+    for nothing in ([], [(8, *info([False] * 3, [0.0] * 3, [0] * 3))]):
+        writer, history = Writer(), []
+        module.log_episodes(writer, nothing, history)
+        assert writer.calls == [] and history == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+@by_name(DISCRETE)
+def test_torch_cartpole_on_the_gpu_steps_like_on_the_cpu(script):
+    # From the same states and actions, the GPU's step agrees with the CPU's (except on the
+    # reset steps, which each device's generator draws).
+    n, rng = 256, np.random.default_rng(0)
+    cpu, gpu = (script.module.CartPoleTorch(n, 50, device) for device in ("cpu", "cuda"))
+    cpu.reset(seed=0)
+    gpu.reset(seed=0)
+    for _ in range(500):
+        gpu.state = cpu.state.cuda()
+        action, reset = torch.as_tensor(balancing(cpu.state.T.numpy(), rng)), cpu.prev_done
+        out, out_gpu = cpu.step(action), gpu.step(action.cuda())
+        assert out_gpu[0].device.type == "cuda"
+        for a, b in zip(out[1:4], out_gpu[1:4], strict=True):
+            assert torch.equal(a, b.cpu())
+        torch.testing.assert_close(out[0][~reset], out_gpu[0].cpu()[~reset])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+def test_ppo_gae_trains_on_the_gpu_with_the_torch_cartpole(tmp_path):
+    argv = flags("--cuda --num-envs 1024 --num-steps 16 --total-timesteps 65536 --eval-episodes 1")
+    result = run(SCRIPTS[3], tmp_path, "--env-id", "CartPoleTorch-v1", *argv)
+    assert {p.device.type for p in result["agent"].parameters()} == {"cuda"}
+    assert len(result["episode_returns"]) > 1000
