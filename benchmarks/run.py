@@ -319,9 +319,11 @@ def make_panels(raw, path):
     import matplotlib.pyplot as plt
 
     labels = raw["scripts"]
-    cols = min(3, len(labels))
+    cols = 4 if len(labels) == 4 else min(3, len(labels))
     rows = math.ceil(len(labels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False, sharey=True
+    )
     end = max(r["episodes"][-1][0] for r in raw["runs"] if r["episodes"])
     grid = np.linspace(0, end, 300)
     for i, (ax, label) in enumerate(zip(axes.flat, labels, strict=False)):
@@ -348,7 +350,7 @@ def make_panels(raw, path):
         ax.axis("off")
     axes.flat[0].legend(loc="best", fontsize=7)
     title = raw.get("title") or raw["env_id"]
-    fig.suptitle(f"{title}: each seed (thin), their mean (bold) and min–max (shaded)")
+    fig.suptitle(f"{title}\neach seed (thin), their mean (bold) and min–max (shaded)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

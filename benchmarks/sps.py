@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: MIT
+"""Throughput of ppo_gae.py against --num-envs: gymnasium's CartPole-v1 and CartPoleTorch-v1.
+
+Each point is a short ppo_gae.py run (--num-steps 64 --update-epochs 1, so the rollout weighs
+as much as it can) in this process, timed per iteration: the rollout (stepping the envs, the
+policy's forward pass, storing, logging the episodes) and the update (GAE, one epoch of
+backward passes). The first iteration is a warm-up and is left out. SPS is env steps per second.
+
+    python benchmarks/sps.py --out benchmarks/results/sps               # this CPU, ~10 minutes
+    python benchmarks/sps.py --cuda --out benchmarks/results/sps_cuda   # on a GPU
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import ppo_gae  # noqa: E402
+
+ENV_IDS = ("CartPole-v1", "CartPoleTorch-v1")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "--num-envs",
+        nargs="+",
+        type=int,
+        default=[16, 64, 256, 1024, 4096, 16384, 65536],
+    )
+    p.add_argument("--num-steps", type=int, default=64)
+    p.add_argument("--update-epochs", type=int, default=1)
+    p.add_argument(
+        "--minibatch-size",
+        type=int,
+        default=16384,
+        help="samples per minibatch (--num-minibatches = batch / this); 0: the whole batch",
+    )
+    p.add_argument(
+        "--min-steps", type=int, default=2**19, help="env steps timed per point, at least"
+    )
+    p.add_argument("--cuda", action="store_true", help="train on the GPU")
+    p.add_argument("--out", required=True, help="folder for raw.json, table.md, sps.png")
+    p.add_argument("--replot", action="store_true", help="redo table and plot from raw.json")
+    return p.parse_args(argv)
+
+
+def measure(env_id, num_envs, args):
+    """Seconds of rollout and of update for each iteration after the first."""
+    marks = []  # (what, time) at the end of each rollout and of each update
+    log_episodes, summary_writer = ppo_gae.log_episodes, ppo_gae.SummaryWriter
+
+    def end_of_rollout(*a, **k):
+        log_episodes(*a, **k)
+        if args.cuda:
+            torch.cuda.synchronize()
+        marks.append(("rollout", time.perf_counter()))
+
+    class Writer(summary_writer):
+        def add_scalar(self, tag, *a, **k):
+            if tag == "charts/SPS":  # the first scalar after each update
+                marks.append(("update", time.perf_counter()))
+            super().add_scalar(tag, *a, **k)
+
+    batch = num_envs * args.num_steps
+    iterations = 1 + max(3, -(-args.min_steps // batch))
+    flags = ["--env-id", env_id, "--num-envs", str(num_envs), "--num-steps", str(args.num_steps)]
+    minibatches = max(1, batch // args.minibatch_size) if args.minibatch_size else 1
+    flags += ["--update-epochs", str(args.update_epochs), "--num-minibatches", str(minibatches)]
+    flags += ["--total-timesteps"]
+    flags += [str(iterations * batch), "--eval-episodes", "0"]
+    flags += ["--cuda"] if args.cuda else []
+    ppo_gae.log_episodes, ppo_gae.SummaryWriter = end_of_rollout, Writer
+    try:
+        with tempfile.TemporaryDirectory() as run_dir:
+            ppo_gae.train(ppo_gae.parse_args([*flags, "--run-dir", run_dir]))
+    finally:
+        ppo_gae.log_episodes, ppo_gae.SummaryWriter = log_episodes, summary_writer
+    times = [t for _, t in marks]
+    rollouts = [b - a for a, b in zip(times[1::2], times[2::2], strict=False)]
+    updates = [b - a for a, b in zip(times[2::2], times[3::2], strict=False)]
+    return {
+        "minibatches": minibatches,
+        "env_id": env_id,
+        "num_envs": num_envs,
+        "batch": batch,
+        "rollouts": rollouts,
+        "updates": updates,
+    }
+
+
+def make_table(raw):
+    if raw["minibatch_size"]:
+        size = f"minibatches of {raw['minibatch_size']:,} samples, or the whole batch if smaller"
+    else:
+        size = "one minibatch: the whole batch"
+    lines = [
+        f"ppo_gae.py, --num-steps {raw['num_steps']} --update-epochs {raw['update_epochs']}, "
+        f"{size} (the last column), on {raw['device']}. SPS: env steps per second, median "
+        "over the timed iterations. With 32,768 or more steps per rollout the scripts use "
+        "every core torch sees, below that one thread.",
+        "",
+        "| env | --num-envs | SPS, rollout + update | rollout SPS | update SPS | "
+        "rollout share of the time | --num-minibatches |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in raw["results"]:
+        rollout, update = statistics.median(r["rollouts"]), statistics.median(r["updates"])
+        row = [r["env_id"], f"{r['num_envs']:,}", f"{r['batch'] / (rollout + update):,.0f}"]
+        row += [f"{r['batch'] / rollout:,.0f}", f"{r['batch'] / update:,.0f}"]
+        row += [f"{rollout / (rollout + update):.0%}", str(r.get("minibatches", 1))]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def make_plot(raw, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i, env_id in enumerate(ENV_IDS):
+        rs = [r for r in raw["results"] if r["env_id"] == env_id]
+        if not rs:
+            continue
+        n = [r["num_envs"] for r in rs]
+        for what, style in (("total", "-"), ("rollout", ":")):
+            sps = []
+            for r in rs:
+                rollouts, updates = r["rollouts"], r["updates"]
+                both = [a + b for a, b in zip(rollouts, updates, strict=True)]
+                seconds = both if what == "total" else rollouts
+                sps.append([r["batch"] / s for s in seconds])
+            mid = [statistics.median(s) for s in sps]
+            label = f"{env_id}, {'rollout + update' if what == 'total' else 'rollout only'}"
+            ax.plot(n, mid, style, marker="o", color=f"C{i}", label=label)
+            ax.fill_between(
+                n, [min(s) for s in sps], [max(s) for s in sps], color=f"C{i}", alpha=0.15
+            )
+    ax.set_xscale("log", base=2)
+    ticks = sorted({r["num_envs"] for r in raw["results"]})
+    ax.set_xticks(ticks, [f"{n:,}" for n in ticks])
+    ax.set_yscale("log")
+    ax.set_xlabel("--num-envs")
+    ax.set_ylabel("env steps per second")
+    ax.set_title(
+        f"ppo_gae.py throughput on {raw['device']}\n(--num-steps {raw['num_steps']}, "
+        f"--update-epochs {raw['update_epochs']}; median, min–max over iterations)",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.replot:
+        raw = json.loads((out / "raw.json").read_text())
+    else:
+        if args.cuda:
+            device = torch.cuda.get_device_name()
+        else:
+            device = f"{platform.machine()} CPU with {ppo_gae.CPU_THREADS} cores"
+        raw = {"num_steps": args.num_steps, "update_epochs": args.update_epochs}
+        raw["minibatch_size"] = args.minibatch_size
+        raw |= {"device": device, "results": []}
+        for env_id in ENV_IDS:
+            for num_envs in args.num_envs:
+                r = measure(env_id, num_envs, args)
+                raw["results"].append(r)
+                print(make_table({**raw, "results": [r]}).splitlines()[-1], flush=True)
+        (out / "raw.json").write_text(json.dumps(raw, indent=1))
+    table = make_table(raw)
+    (out / "table.md").write_text(table)
+    make_plot(raw, out / "sps.png")
+    print(table)
+    print(f"wrote {out / 'raw.json'}, {out / 'table.md'}, {out / 'sps.png'}")
+
+
+if __name__ == "__main__":
+    main(parse_args())
