@@ -20,7 +20,9 @@ Matters in On-Policy Reinforcement Learning?", arXiv:2006.05990.
     pip install "gymnasium[mujoco]"
     python ppo_continuous.py --env-id HalfCheetah-v5 --total-timesteps 1000000 --num-envs 8 \
         --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99 \
-        --log-std-init -0.5                               # greedy eval ~4600 (3 seeds)
+        --log-std-init -0.5        # the MuJoCo recipe: the same flags for Hopper, Walker2d,
+                                   # Ant and Humanoid; Swimmer-v5 adds --gamma 0.9999
+                                   # --gae-lambda 0.98 --log-std-init 0 (README, MuJoCo)
     python ppo_continuous.py --load-model runs/RUN/ppo_continuous.pt --env-id Pendulum-v1
 """
 
