@@ -32,135 +32,6 @@ import torch.nn as nn
 from torch.distributions import Categorical
 from torch.utils.tensorboard import SummaryWriter
 
-SCRIPT = Path(__file__).name
-CPU_THREADS = torch.get_num_threads()  # torch's default: one per core
-
-
-def fail(message):
-    """Bad input: one line on stderr and exit status 2, never a traceback."""
-    print(f"{SCRIPT}: error: {' '.join(str(message).split())}", file=sys.stderr)
-    sys.exit(2)
-
-
-def check_finite(loss, iteration, writer):
-    """Stop on a NaN or inf loss before it reaches the weights, naming the iteration."""
-    if not torch.isfinite(loss):
-        writer.close()
-        sys.exit(
-            f"{SCRIPT}: error: loss is {loss.item()} at iteration {iteration}; "
-            "try a smaller --learning-rate"
-        )
-
-
-def checked(convert, ok, must_be):
-    """An argparse type: convert(text), refused unless ok(value); nan fails every ok()."""
-
-    def parse(text):
-        value = convert(text)
-        if not ok(value):
-            raise argparse.ArgumentTypeError(f"must be {must_be}, got {text}")
-        return value
-
-    parse.__name__ = convert.__name__  # argparse says "invalid int value: 'x'"
-    return parse
-
-
-positive_int = checked(int, lambda n: n > 0, "a positive integer")
-nonnegative_int = checked(int, lambda n: n >= 0, "an integer >= 0")
-positive_float = checked(float, lambda x: x > 0, "a positive number")
-unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
-    arg("--env-id", default="CartPole-v1", help="Discrete-action env; CartPoleTorch-v1: in torch")
-    arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
-    arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
-    arg("--num-steps", type=positive_int, default=200, help="min steps per env in a rollout")
-    arg("--learning-rate", type=positive_float, default=2.5e-3, help="Adam step size")
-    arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
-    arg("--normalize-returns", action=on_off, default=True, help="G_t to mean 0, std 1 per batch")
-    arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
-    arg("--capture-video", action="store_true", help="film the evaluation (needs moviepy)")
-    arg("--save-model", action="store_true", help="save the weights in the run directory")
-    arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
-    arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
-    return parser.parse_args(argv)
-
-
-def needs_flattening(space, env_id):
-    """Whether the MLP must see `space` through gymnasium's FlattenObservation: not a flat Box,
-    which goes in as it is; yes for Discrete (as one-hot), MultiDiscrete, MultiBinary, a 2-D Box,
-    and Tuples or Dicts of these. Images and spaces with no fixed-size vector: one line, exit 2."""
-    if isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
-        parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
-        for part in parts:
-            needs_flattening(part, env_id)  # exits on a part the MLP cannot take
-        return True
-    if isinstance(space, gym.spaces.Box) and len(space.shape) >= 3:
-        fail(
-            f"{env_id} has image observations of shape {space.shape}; {SCRIPT} feeds an MLP "
-            "with flat vectors: for pixels use a convolutional agent, e.g. CleanRL's ppo_atari.py"
-        )
-    kinds = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary
-    if not isinstance(space, kinds):  # Text, Graph, Sequence, OneOf, ...
-        fail(
-            f"{env_id} has {type(space).__name__} observations, which have no fixed-size vector "
-            f"form; {SCRIPT} feeds an MLP with flat vectors: wrap the env to give Box observations"
-        )
-    return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
-
-
-def make_env(env_id, num_envs, device):
-    """`num_envs` copies of the env, stepped together, recording each episode's return.
-    Gymnasium uses the env's own vector version if it has one (CartPole: numpy), else sync;
-    CartPoleTorch-v1 (at the end of this file) is CartPole in torch tensors on `device`.
-
-    Gymnasium 1.x vector envs reset an env on the step AFTER its episode ends: that
-    step ignores the action and returns the new episode's first observation with
-    reward 0. It is not a transition of the policy; train() keeps it out of the loss.
-    """
-    try:
-        # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
-        max_steps = gym.spec(env_id).max_episode_steps or 1000
-        if env_id == "CartPoleTorch-v1":  # tensors on `device`; it records its own episodes
-            return CartPoleTorch(num_envs, max_steps, device)
-        envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
-    except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
-        fail(f"cannot make {env_id}: {error}")
-    if needs_flattening(envs.single_observation_space, env_id):
-        envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
-    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        fail(
-            f"{env_id} has {envs.single_action_space} actions; {SCRIPT} needs Discrete "
-            "actions: use ppo_continuous.py for Box actions"
-        )
-    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
-    return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
-
-
-def make_eval_env(env_id, video_dir=None):
-    """One env for the final evaluation, recording video if asked."""
-    max_steps = gym.spec(env_id).max_episode_steps or 1000  # as in make_env
-    mode = "rgb_array" if video_dir else None
-    env = gym.make(env_id, max_episode_steps=max_steps, render_mode=mode)
-    if needs_flattening(env.observation_space, env_id):
-        env = gym.wrappers.FlattenObservation(env)  # the vectors that training saw
-    if video_dir:
-        try:
-            recorder = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
-            env.reset(seed=0)
-            env.render()  # a missing renderer (pygame) fails now, not after training
-        except gym.error.DependencyNotInstalled as error:  # moviepy or the renderer
-            fail(f"--capture-video: {error}")
-        env = recorder
-    return env
-
 
 class Agent(nn.Module):
     """The policy: observation -> logits of a categorical distribution over actions."""
@@ -203,6 +74,199 @@ def reinforce_loss(logprobs, returns):
     return -(logprobs * returns).mean()
 
 
+def train(args):
+    device, run_dir = set_up(args)  # seeds, device, run folder: the support code, below
+    envs = make_env(args.env_id, args.num_envs)
+    eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
+    agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
+    log = Log(args, run_dir)  # TensorBoard, the progress line, every episode's return
+    if args.load_model:  # no training: evaluate (and film) a saved model
+        return finish(args, agent, envs, eval_env, log)
+
+    global_step, iteration, interrupted = 0, 0, False
+    try:
+        while iteration == 0 or global_step < args.total_timesteps:
+            iteration += 1
+            # Rollout of whole episodes. Every env starts a new episode and plays at least
+            # num_steps steps, then until its episode ends; after that it idles (valid=False).
+            next_obs, _ = envs.reset(seed=args.seed if iteration == 1 else None)
+            obs, actions, rewards, dones, valid = [], [], [], [], []
+            playing = torch.ones(args.num_envs, dtype=torch.bool, device=device)
+            prev_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
+            while playing.any():
+                obs.append(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+                valid.append(playing & ~prev_done)  # not an autoreset step
+                with torch.no_grad():
+                    action, _, _ = agent.get_action(obs[-1])
+                next_obs, reward, terminated, truncated, infos = envs.step(action)
+                global_step += args.num_envs
+                # Without a critic, a time-limit truncation is treated like a termination.
+                prev_done = torch.as_tensor(terminated | truncated, device=device)
+                actions.append(action)
+                rewards.append(torch.as_tensor(reward, dtype=torch.float32, device=device))
+                dones.append(prev_done)
+                playing &= ~(prev_done & (len(obs) >= args.num_steps))
+                log.episodes(global_step, infos)  # the return of each episode that just ended
+
+            # Reward-to-go for every step, then keep the steps of the policy's own episodes.
+            returns = discounted_returns(torch.stack(rewards), torch.stack(dones), args.gamma)
+            mask = torch.stack(valid)
+            b_obs, b_actions, b_returns = (
+                torch.stack(obs)[mask],
+                torch.stack(actions)[mask],
+                returns[mask],
+            )
+            if args.normalize_returns:
+                b_returns = (b_returns - b_returns.mean()) / (b_returns.std(correction=0) + 1e-8)
+
+            # One gradient step on the whole batch.
+            _, logprobs, entropy = agent.get_action(b_obs, b_actions)
+            loss = reinforce_loss(logprobs, b_returns)
+            check_finite(loss, iteration, log)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+            log.update(
+                global_step,
+                optimizer,
+                policy_loss=loss,
+                entropy=entropy.mean(),
+            )
+    except KeyboardInterrupt:  # Ctrl-C: stop cleanly, keep what was learned, skip evaluation
+        interrupted = True
+    return finish(args, agent, envs, eval_env, log, global_step, interrupted)
+
+
+# ======== End of the lesson. Below: support code (flags, envs, logs, checks); skip it. ========
+
+SCRIPT = Path(__file__).name
+CPU_THREADS = torch.get_num_threads()  # torch's default: one per core
+
+
+def set_up(args):
+    """Seeds (the envs get theirs at reset), CPU threads, the device, the run's directory."""
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    # A small MLP on small batches runs fastest on one CPU thread; rollouts of 32,768 steps
+    # or more run ~1.6x faster on 2 cores than on one (benchmarks/results/sps).
+    torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+    if args.cuda and device.type == "cpu":
+        print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
+    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
+    return device, args.run_dir or f"runs/{run_name}"
+
+
+def checked(convert, ok, must_be):
+    """An argparse type: convert(text), refused unless ok(value); nan fails every ok()."""
+
+    def parse(text):
+        if not ok(value := convert(text)):
+            raise argparse.ArgumentTypeError(f"must be {must_be}, got {text}")
+        return value
+
+    parse.__name__ = convert.__name__  # argparse says "invalid int value: 'x'"
+    return parse
+
+
+positive_int = checked(int, lambda n: n > 0, "a positive integer")
+nonnegative_int = checked(int, lambda n: n >= 0, "an integer >= 0")
+positive_float = checked(float, lambda x: x > 0, "a positive number")
+unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
+
+
+def parse_args(argv=None):
+    """The flags in argv, else on the command line, except in a Jupyter or Colab notebook,
+    whose kernel's own (-f kernel.json) are not ours; `%run SCRIPT --flags` still reads them."""
+    if argv is None and "ipykernel" in sys.modules and Path(sys.argv[0]).name != SCRIPT:
+        argv = []
+    parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
+    parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
+    arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
+    arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
+    arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
+    arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
+    arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
+    arg("--num-steps", type=positive_int, default=200, help="min steps per env in a rollout")
+    arg("--learning-rate", type=positive_float, default=2.5e-3, help="Adam step size")
+    arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
+    arg("--normalize-returns", action=on_off, default=True, help="G_t to mean 0, std 1 per batch")
+    arg("--cuda", action="store_true", help="train on the GPU if one is usable")
+    arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
+    arg("--capture-video", action="store_true", help="film the evaluation (needs moviepy)")
+    arg("--save-model", action="store_true", help="save the weights in the run directory")
+    arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
+    arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
+    arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
+    return parser.parse_args(argv)
+
+
+def needs_flattening(space, env_id):
+    """Whether the MLP must see `space` through FlattenObservation: not a flat Box; yes for
+    Discrete (one-hot), MultiDiscrete, MultiBinary, a 2-D Box, and Tuples or Dicts of these.
+    Images and spaces with no fixed-size vector: one line, exit 2."""
+    if isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
+        parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
+        for part in parts:
+            needs_flattening(part, env_id)  # exits on a part the MLP cannot take
+        return True
+    if isinstance(space, gym.spaces.Box) and len(space.shape) >= 3:
+        fail(
+            f"{env_id} has image observations of shape {space.shape}; {SCRIPT} feeds an MLP "
+            "with flat vectors: for pixels use a convolutional agent, e.g. CleanRL's ppo_atari.py"
+        )
+    kinds = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary
+    if not isinstance(space, kinds):  # Text, Graph, Sequence, OneOf, ...
+        fail(
+            f"{env_id} has {type(space).__name__} observations, which have no fixed-size vector "
+            f"form; {SCRIPT} feeds an MLP with flat vectors: wrap the env to give Box observations"
+        )
+    return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
+
+
+def make_env(env_id, num_envs):
+    """`num_envs` copies of the env, stepped together (the env's own vector version if it has
+    one, else sync), recording each episode's return. Gymnasium 1.x resets an env on the step
+    AFTER its episode ends (action ignored, reward 0): train() keeps that out of the loss."""
+    try:
+        # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
+        max_steps = gym.spec(env_id).max_episode_steps or 1000
+        envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
+    except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
+        fail(f"cannot make {env_id}: {error}")
+    if needs_flattening(envs.single_observation_space, env_id):
+        envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        fail(
+            f"{env_id} has {envs.single_action_space} actions; {SCRIPT} needs Discrete "
+            "actions: use ppo_continuous.py for Box actions"
+        )
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
+    return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
+
+
+def make_eval_env(env_id, video_dir=None):
+    """One env for the final evaluation, recording video if asked."""
+    max_steps = gym.spec(env_id).max_episode_steps or 1000  # as in make_env
+    mode = "rgb_array" if video_dir else None
+    env = gym.make(env_id, max_episode_steps=max_steps, render_mode=mode)
+    if needs_flattening(env.observation_space, env_id):
+        env = gym.wrappers.FlattenObservation(env)  # the vectors that training saw
+    if video_dir:
+        try:
+            recorder = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
+            env.reset(seed=0)
+            env.render()  # a missing renderer (pygame) fails now, not after training
+        except gym.error.DependencyNotInstalled as error:  # moviepy or the renderer
+            fail(f"--capture-video: {error}")
+        env = recorder
+    return env
+
+
 def evaluate(agent, env, episodes, seed, device):
     """Returns of `episodes` episodes that take the most likely action, argmax_a pi(a|s)."""
     returns = []
@@ -219,11 +283,49 @@ def evaluate(agent, env, episodes, seed, device):
     return returns
 
 
+class Log:
+    """TensorBoard (CleanRL's tags), a progress line every 2 s, each episode's (step, return)."""
+
+    def __init__(self, args, run_dir):
+        self.run_dir, self.total_timesteps = run_dir, args.total_timesteps
+        self.writer = SummaryWriter(run_dir)
+        table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+        self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
+        print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}")
+        self.episode_returns, self.ended_episodes, self.printed_step = [], [], None
+        self.start_time = self.last_print = time.time()
+
+    def episodes(self, global_step, infos):
+        """Note which envs ended an episode at this step, and its return and length."""
+        if "_episode" in infos:  # written once per rollout, by update()
+            self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
+
+    def update(self, global_step, optimizer, **losses):
+        """After each update: learning rate, SPS, losses/NAME of each loss, then progress()."""
+        sps = int(global_step / (time.time() - self.start_time))
+        self.writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        self.writer.add_scalar("charts/SPS", sps, global_step)
+        for name, value in losses.items():
+            self.writer.add_scalar(f"losses/{name}", value.item(), global_step)
+        self.progress(global_step)
+
+    def progress(self, global_step, end=False):
+        """The episodes that ended since the last call; progress every 2 s and at the end."""
+        log_episodes(self.writer, self.ended_episodes, self.episode_returns)
+        self.ended_episodes, sps = [], int(global_step / (time.time() - self.start_time))
+        if time.time() - self.last_print > 2 or (end and self.printed_step != global_step):
+            self.last_print, self.printed_step = time.time(), global_step
+            recent = np.mean([r for _, r in self.episode_returns[-20:]] or [np.nan])
+            left = max(0, self.total_timesteps - global_step) / max(sps, 1)
+            print(
+                f"step {global_step:>8}/{self.total_timesteps} | SPS {sps:>5} | "
+                f"{left:4.0f}s left | return (last 20 episodes) {recent:6.1f}"
+            )
+
+
 def log_episodes(writer, ended_episodes, history):
-    """Log the episodes that ended in a rollout. `ended_episodes` holds, for each step where
-    one did, (global step, which envs ended, their info["episode"]). One copy from the
-    device, then each episode when there are few, else their mean and count: an add_scalar
-    call takes ~0.1 ms, and thousands of episodes can end in one rollout."""
+    """The episodes that ended in a rollout, from (global step, which envs ended, their
+    info["episode"]) per step: each if few, else their mean and count (add_scalar: ~0.1 ms)."""
     if not ended_episodes:
         return
     steps, ended, episodes = zip(*ended_episodes, strict=True)
@@ -242,190 +344,47 @@ def log_episodes(writer, ended_episodes, history):
         writer.add_scalar("charts/episodes", len(returns), steps[-1])
 
 
-def train(args):
-    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
-    run_dir = args.run_dir or f"runs/{run_name}"
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    # A small MLP on small batches runs fastest on one CPU thread; rollouts of 32,768 steps
-    # or more run ~1.6x faster on 2 cores than on one (benchmarks/results/sps).
-    torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
-    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-    if args.cuda and device.type == "cpu":
-        print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
-
-    envs = make_env(args.env_id, args.num_envs, device)
-    eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
-    agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-
-    writer = SummaryWriter(run_dir)
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
-    print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}")
-
-    global_step, iteration, episode_returns, interrupted = 0, 0, [], False
-    start_time = last_print = time.time()
-    try:
-        while iteration == 0 or global_step < args.total_timesteps:
-            iteration += 1
-            # Rollout of whole episodes. Every env starts a new episode and plays at least
-            # num_steps steps, then until its episode ends; after that it idles (valid=False).
-            next_obs, _ = envs.reset(seed=args.seed if iteration == 1 else None)
-            obs, actions, rewards, dones, valid = [], [], [], [], []
-            ended_episodes = []  # (global step, which envs ended, info["episode"]), for the log
-            playing = torch.ones(args.num_envs, dtype=torch.bool, device=device)
-            prev_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
-            while playing.any():
-                obs.append(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
-                valid.append(playing & ~prev_done)  # not an autoreset step
-                with torch.no_grad():
-                    action, _, _ = agent.get_action(obs[-1])
-                next_obs, reward, terminated, truncated, infos = envs.step(action)
-                global_step += args.num_envs
-                # Without a critic, a time-limit truncation is treated like a termination.
-                prev_done = torch.as_tensor(terminated | truncated, device=device)
-                actions.append(action)
-                rewards.append(torch.as_tensor(reward, dtype=torch.float32, device=device))
-                dones.append(prev_done)
-                playing &= ~(prev_done & (len(obs) >= args.num_steps))
-                if "_episode" in infos:  # which envs ended an episode, and its return and length
-                    ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
-            log_episodes(writer, ended_episodes, episode_returns)
-
-            # Reward-to-go for every step, then keep the steps of the policy's own episodes.
-            returns = discounted_returns(torch.stack(rewards), torch.stack(dones), args.gamma)
-            mask = torch.stack(valid)
-            b_obs, b_actions, b_returns = (
-                torch.stack(obs)[mask],
-                torch.stack(actions)[mask],
-                returns[mask],
-            )
-            if args.normalize_returns:
-                b_returns = (b_returns - b_returns.mean()) / (b_returns.std(correction=0) + 1e-8)
-
-            # One gradient step on the whole batch.
-            _, logprobs, entropy = agent.get_action(b_obs, b_actions)
-            loss = reinforce_loss(logprobs, b_returns)
-            check_finite(loss, iteration, writer)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-
-            sps = int(global_step / (time.time() - start_time))
-            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
-            writer.add_scalar("charts/SPS", sps, global_step)
-            writer.add_scalar("losses/policy_loss", loss.item(), global_step)
-            writer.add_scalar("losses/entropy", entropy.mean().item(), global_step)
-            if time.time() - last_print > 2 or global_step >= args.total_timesteps:
-                last_print = time.time()
-                recent = np.mean([r for _, r in episode_returns[-20:]] or [np.nan])
-                left = max(0, args.total_timesteps - global_step) / max(sps, 1)
-                print(
-                    f"step {global_step:>8}/{args.total_timesteps} | SPS {sps:>5} | "
-                    f"{left:4.0f}s left | return (last 20 episodes) {recent:6.1f}"
-                )
-    except KeyboardInterrupt:
-        print(f"{SCRIPT}: interrupted at step {global_step}; stopping cleanly")
-        interrupted = True
+def finish(args, agent, envs, eval_env, log, global_step=0, interrupted=False):
+    """Trained, Ctrl-C'd or --load-model (loaded here): last logs, save, evaluate, the dict."""
     envs.close()
-    sps = int(global_step / (time.time() - start_time))
-
+    device = next(agent.parameters()).device
+    if args.load_model:  # the weights (and statistics, where the Agent has them) of --save-model
+        try:
+            agent.load_state_dict(torch.load(args.load_model, map_location=device))
+        except Exception as error:  # missing, unreadable or not this Agent's weights
+            fail(f"cannot load --load-model {args.load_model}: {error}")
+    sps = int(global_step / (time.time() - log.start_time))
+    log.progress(global_step, end=global_step > 0 and not interrupted)
+    if interrupted:
+        print(f"{SCRIPT}: interrupted at step {global_step}; stopping cleanly")
     if args.save_model:
-        torch.save(agent.state_dict(), f"{run_dir}/{Path(SCRIPT).stem}.pt")
-        print(f"saved the weights to {run_dir}/{Path(SCRIPT).stem}.pt")
+        torch.save(agent.state_dict(), f"{log.run_dir}/{Path(SCRIPT).stem}.pt")
+        print(f"saved the weights to {log.run_dir}/{Path(SCRIPT).stem}.pt")
     episodes = 0 if interrupted else args.eval_episodes
     eval_returns = evaluate(agent, eval_env, episodes, args.seed + 10_000, device)
     for episode, episode_return in enumerate(eval_returns):
-        writer.add_scalar("eval/episodic_return", episode_return, episode)
+        log.writer.add_scalar("eval/episodic_return", episode_return, episode)
     if eval_returns:
         mean, std = np.mean(eval_returns), np.std(eval_returns)
         print(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
     eval_env.close()
-    writer.close()
-    return dict(
-        agent=agent,
-        episode_returns=episode_returns,
-        global_step=global_step,
-        sps=sps,
-        eval_returns=eval_returns,
-        run_dir=run_dir,
-    )
+    log.writer.close()
+    result = dict(agent=agent, episode_returns=log.episode_returns, global_step=global_step)
+    return result | dict(sps=sps, eval_returns=eval_returns, run_dir=log.run_dir)
 
 
-# CartPole as torch tensors, for `--env-id CartPoleTorch-v1`. It is not part of the algorithm:
-# it lets thousands of CartPoles step on the training device, with nothing copied to numpy.
+def fail(message):
+    """Bad input: one line on stderr and exit status 2, never a traceback."""
+    print(f"{SCRIPT}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(2)
 
 
-class CartPoleTorch(gym.vector.VectorEnv):
-    """Gymnasium's CartPole-v1 (its CartPoleVectorEnv) in torch on `device`: the same Euler
-    step, limits, reward 1 per step, 500-step truncation and next-step autoreset. It also
-    records each episode's return and length in info, as RecordEpisodeStatistics does."""
-
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
-
-    def __init__(self, num_envs=1, max_episode_steps=500, device="cpu"):
-        self.num_envs, self.max_episode_steps = num_envs, max_episode_steps
-        self.device, self.generator = torch.device(device), torch.Generator(device)
-        high = np.array([4.8, np.inf, 24 * 2 * np.pi / 360, np.inf], dtype=np.float32)
-        self.single_observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
-        self.single_action_space = gym.spaces.Discrete(2)
-        self.observation_space = gym.vector.utils.batch_space(
-            self.single_observation_space, num_envs
-        )
-        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
-
-    def uniform_states(self):  # x, x_dot, theta, theta_dot ~ U(-0.05, 0.05)
-        shape = (self.num_envs, 4)
-        return torch.rand(shape, generator=self.generator, device=self.device) * 0.1 - 0.05
-
-    def reset(self, *, seed=None, options=None):
-        if seed is not None:
-            self.generator.manual_seed(seed)
-        self.state = self.uniform_states()
-        self.steps = torch.zeros(self.num_envs, dtype=torch.int32, device=self.device)
-        self.returns = torch.zeros(self.num_envs, device=self.device)
-        self.lengths = torch.zeros_like(self.steps)
-        self.prev_done = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        return self.state, {}
-
-    def step(self, action):
-        x, x_dot, theta, theta_dot = self.state.unbind(1)
-        force = torch.where(torch.as_tensor(action, device=self.device) == 1, 10.0, -10.0)
-        cos, sin = theta.cos(), theta.sin()
-        # masses: cart 1, pole 0.1; half the pole's length 0.5; gravity 9.8; tau 0.02 s
-        temp = (force + 0.05 * theta_dot**2 * sin) / 1.1
-        theta_acc = (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos**2 / 1.1))
-        x_acc = temp - 0.05 * theta_acc * cos / 1.1
-        x, x_dot = x + 0.02 * x_dot, x_dot + 0.02 * x_acc
-        theta, theta_dot = theta + 0.02 * theta_dot, theta_dot + 0.02 * theta_acc
-        self.state = torch.stack([x, x_dot, theta, theta_dot], 1)
-        terminated = (x.abs() > 2.4) | (theta.abs() > 12 * 2 * np.pi / 360)
-        self.steps = self.steps + 1
-        truncated = self.steps >= self.max_episode_steps
-        # Next-step autoreset: an env whose episode ended on the last step starts a new one now.
-        reset = self.prev_done
-        self.state = torch.where(reset[:, None], self.uniform_states(), self.state)
-        self.steps = torch.where(reset, 0, self.steps)
-        reward = (~reset).float()
-        terminated, truncated = terminated & ~reset, truncated & ~reset
-        self.prev_done = done = terminated | truncated
-        self.returns = torch.where(reset, 0.0, self.returns + reward)
-        self.lengths = torch.where(reset, 0, self.lengths + 1)
-        info = {"episode": {"r": self.returns * done, "l": self.lengths * done}, "_episode": done}
-        return self.state, reward, terminated, truncated, info
-
-
-if "CartPoleTorch-v1" not in gym.registry:  # evaluation and video use gymnasium's CartPole
-    gym.register(
-        "CartPoleTorch-v1",
-        entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
-        vector_entry_point=CartPoleTorch,
-        max_episode_steps=500,
-        reward_threshold=475.0,
-    )
+def check_finite(loss, iteration, log):
+    """Stop on a NaN or inf loss before it reaches the weights, naming the iteration."""
+    if not torch.isfinite(loss):
+        log.writer.close()
+        message = f"loss is {loss.item()} at iteration {iteration}; try a smaller --learning-rate"
+        sys.exit(f"{SCRIPT}: error: {message}")
 
 
 if __name__ == "__main__":

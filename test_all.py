@@ -14,12 +14,14 @@ Layout, one section per kind of check:
   6. command line and bad input;
   7. reproducibility;
   8. the dict that train() returns, and the saved model (--save-model, --load-model);
-  9. CartPoleTorch-v1 against gymnasium's CartPole, and the episode log of a rollout.
+  9. CartPoleTorch-v1 (ppo_gae.py) against gymnasium's CartPole, and the episode log;
+ 10. the shape of a script: the lesson first, one divider, the same support code in each.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
 
 import importlib.util
+import inspect
 import math
 import os
 import re
@@ -78,6 +80,10 @@ class Script:
     @property
     def path(self):
         return Path(self.module.__file__)
+
+    @property
+    def default_env(self):  # CartPole-v1 or Pendulum-v1
+        return self.module.parse_args([]).env_id
 
     @property
     def other_kind(self):  # an env with the other kind of actions, and the script it needs
@@ -189,6 +195,7 @@ PPO_LOSS = [ppo, ppo_gae, ppo_continuous]
 VALUE_LOSS = [ppo, ppo_gae, ppo_continuous]
 GAE = [ppo_gae, ppo_continuous]  # compute_gae, value_loss with clipping, minibatches
 GAE_SCRIPTS = [s for s in SCRIPTS if s.module in GAE]
+TORCH_CARTPOLE = [s for s in SCRIPTS if s.module is ppo_gae]  # the only script with CartPoleTorch
 
 COMMON_TAGS = (
     "charts/episodic_return",
@@ -211,6 +218,7 @@ SPEC_FLAGS = (
     "--no-torch-deterministic",
     "--capture-video",
     "--save-model",
+    "--load-model",
     "--eval-episodes",
     "--run-dir",
 )
@@ -863,7 +871,8 @@ def test_reset_steps_never_reach_the_loss(script, tmp_path, monkeypatch):
 def test_numpy_cartpole_resets_on_the_next_step_like_python_envs(script):
     # make_env lets gymnasium pick CartPole's own numpy vector env (the probes above run in a
     # SyncVectorEnv); the masking needs its reset too one step after the end, with reward 0.
-    envs = script.module.make_env("CartPole-v1", 4, torch.device("cpu"))
+    device = (torch.device("cpu"),) if script.module is ppo_gae else ()  # for CartPoleTorch
+    envs = script.module.make_env("CartPole-v1", 4, *device)
     assert type(envs.unwrapped).__name__ == "CartPoleVectorEnv"
     envs.reset(seed=0)
     push_right, done = torch.ones(4, dtype=torch.long), np.zeros(4, dtype=bool)
@@ -1109,6 +1118,31 @@ def test_help_shows_every_flag_and_default(script, capsys):
         assert block.startswith("-h") or "(default:" in block, block
 
 
+KERNEL_ARGV = [  # how Jupyter starts a kernel; Colab's launcher is colab_kernel_launcher.py
+    "/usr/lib/python3/dist-packages/ipykernel_launcher.py",
+    "-f",
+    "/root/.local/share/jupyter/runtime/kernel-1.json",
+]
+
+
+@by_name(SCRIPTS)
+def test_parse_args_in_a_notebook_ignores_the_kernels_command_line(script, monkeypatch):
+    # In a notebook cell, sys.argv is the kernel's own. Outside a kernel that argv is refused like
+    # any unknown flag; inside one, parse_args() gives the defaults, parse_args([...]) the flags
+    # given, and `%run SCRIPT --seed 5` (which sets sys.argv to the script's) its flags.
+    module = script.module
+    monkeypatch.setattr(sys, "argv", KERNEL_ARGV)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        module.parse_args()
+    assert exc.value.code == 2
+    monkeypatch.setitem(sys.modules, "ipykernel", ModuleType("ipykernel"))
+    assert module.parse_args() == module.parse_args([])
+    assert module.parse_args(["--seed", "7"]).seed == 7
+    monkeypatch.setattr(sys, "argv", [script.path.name, "--seed", "5"])
+    assert module.parse_args().seed == 5
+
+
 @by_name(SCRIPTS)
 def test_script_alone_in_an_empty_folder_trains_logs_and_reports(script, tmp_path):
     # Copied alone: no other script, no repo on the path. --total-timesteps 1 is smaller than one
@@ -1277,21 +1311,21 @@ def test_non_finite_loss_stops_naming_the_iteration(script, tmp_path, monkeypatc
 
 BAD_MODELS = [
     pytest.param(None, id="missing"),
-    pytest.param(lambda path: path.write_text("not a model\n"), id="not-a-model"),
-    pytest.param(  # Pendulum-v1 has 3 observations and 1 action
-        lambda path: torch.save(ppo_continuous.Agent(5, 2).state_dict(), path), id="other-sizes"
+    pytest.param(lambda path, agent: path.write_text("not a model\n"), id="not-a-model"),
+    pytest.param(  # CartPole-v1 has 4 observations and 2 actions, Pendulum-v1 3 and 1
+        lambda path, agent: torch.save(agent(5, 2).state_dict(), path), id="other-sizes"
     ),
 ]
 
 
-@by_name(CONTINUOUS)
+@by_name(SCRIPTS)
 @pytest.mark.parametrize("write", BAD_MODELS)
 def test_bad_load_model_is_one_line_and_status_2(script, write, tmp_path, capsys):
     path = tmp_path / "model.pt"
     if write:
-        write(path)
+        write(path, script.module.Agent)
     with pytest.raises(SystemExit) as exc:
-        run(script, tmp_path, "--env-id", "Pendulum-v1", "--load-model", str(path))
+        run(script, tmp_path, "--env-id", script.default_env, "--load-model", str(path))
     assert "--load-model" in one_line_error(capsys, exc, script)
 
 
@@ -1384,10 +1418,10 @@ def test_saved_model_loads_into_a_fresh_agent(tiny_run):
     assert not changed(fresh, saved)
 
 
-@pytest.mark.parametrize("tiny_run", CONTINUOUS, indirect=True, ids=repr)
 def test_load_model_evaluates_the_saved_agent_as_it_is(tiny_run, tmp_path):
-    # --load-model: no training, and no change to the loaded statistics either (they would move
-    # with the first observations of the envs), so the evaluation at the end of training again.
+    # --load-model: no training, and no change to the loaded weights, nor to ppo_continuous's
+    # statistics (they would move with the first observations of the envs), so the evaluation
+    # at the end of training again.
     script, result, _ = tiny_run
     path = saved_path(script, result)
     argv = ("--env-id", script.env_id, "--load-model", str(path), "--eval-episodes", "2")
@@ -1397,15 +1431,16 @@ def test_load_model_evaluates_the_saved_agent_as_it_is(tiny_run, tmp_path):
     assert loaded["eval_returns"] == result["eval_returns"]
 
 
-@pytest.mark.parametrize("tiny_run", CONTINUOUS, indirect=True, ids=repr)
 def test_load_model_on_the_command_line(tiny_run, tmp_path):
-    # Saved from the 25-step Pendulum, evaluated on Pendulum-v1 (the same spaces, 200 steps).
+    # Saved from a short run, evaluated on the default env: CartPole-v1, or for ppo_continuous
+    # Pendulum-v1 (trained on a 25-step Pendulum: the same spaces, 200 steps).
     script, result, _ = tiny_run
-    env = gym.make("Pendulum-v1")
+    env = gym.make(script.default_env)
     agent, _ = load_saved(script, result, env)
     returns = script.module.evaluate(agent, env, 2, 1 + 10_000, torch.device("cpu"))
     path = saved_path(script, result)
-    argv = ["--env-id", "Pendulum-v1", "--seed", "1", "--eval-episodes", "2", "--run-dir", "run"]
+    argv = ["--env-id", script.default_env, "--seed", "1", "--eval-episodes", "2"]
+    argv += ["--run-dir", "run"]
     proc = cli([str(script.path), "--load-model", str(path), *argv], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -1426,7 +1461,7 @@ def balancing(state, rng, noise=0.35):
     return ((theta + 0.5 * theta_dot > 0) ^ (rng.random(len(theta)) < noise)).astype(np.int64)
 
 
-@by_name(DISCRETE)
+@by_name(TORCH_CARTPOLE)
 def test_torch_cartpole_steps_exactly_like_gymnasiums(script):
     # 64 envs x 3,000 steps with a 50-step limit, next to gymnasium's CartPoleVectorEnv with
     # RecordEpisodeStatistics. Before every step, ours takes gymnasium's state (float64 ->
@@ -1467,7 +1502,7 @@ def test_torch_cartpole_steps_exactly_like_gymnasiums(script):
     assert seen["reset"] == seen["episodes"] - ended.sum()  # every end but the last is reset
 
 
-@by_name(DISCRETE)
+@by_name(TORCH_CARTPOLE)
 def test_torch_cartpole_same_seed_same_episodes(script):
     def observations(seed):
         envs = script.module.CartPoleTorch(16)
@@ -1483,7 +1518,7 @@ def test_torch_cartpole_same_seed_same_episodes(script):
     assert not torch.equal(first, observations(4))
 
 
-@by_name(DISCRETE)
+@by_name(TORCH_CARTPOLE)
 def test_torch_cartpole_trains_with_tensors_only(script, tmp_path, monkeypatch):
     # make_env builds it for the id, unwrapped: the loop hands it the action tensor itself
     # (no copy to numpy) and gets tensors back. The evaluation plays gymnasium's CartPole.
@@ -1564,7 +1599,7 @@ def test_log_episodes_each_when_few_their_mean_when_many(module, as_tensor):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
-@by_name(DISCRETE)
+@by_name(TORCH_CARTPOLE)
 def test_torch_cartpole_on_the_gpu_steps_like_on_the_cpu(script):
     # From the same states and actions, the GPU's step agrees with the CPU's (except on the
     # reset steps, which each device's generator draws).
@@ -1600,3 +1635,51 @@ def test_one_torch_thread_for_small_rollouts_every_core_for_large(script, tmp_pa
     argv = argv if script.module in GAE + [ppo] else argv[:-2]
     run(script, tmp_path / "large", "--env-id", script.env_id, *argv)
     assert threads == [1, script.module.CPU_THREADS]
+
+
+# ----------------------------------------------------------------------------------------------
+# 10. The shape of a script: the lesson first, one divider, then the support code
+# ----------------------------------------------------------------------------------------------
+
+RULE = "=" * 8
+DIVIDER = (
+    f"# {RULE} End of the lesson. Below: support code (flags, envs, logs, checks); skip it. {RULE}"
+)
+# What a reader meets above the divider, and below it (where a script has the name).
+LESSON = ("layer_init", "RunningNorm", "Agent", "discounted_returns", "reinforce_loss", "vpg_loss")
+LESSON += ("compute_gae", "ppo_loss", "value_loss", "train")
+SUPPORT = ("set_up", "checked", "parse_args", "needs_flattening", "make_env", "make_eval_env")
+SUPPORT += ("evaluate", "Log", "log_episodes", "finish", "fail", "check_finite", "CartPoleTorch")
+# The support code that is word for word the same in every script.
+SHARED = ("set_up", "checked", "needs_flattening", "Log", "log_episodes", "finish", "fail")
+SHARED += ("check_finite",)
+# Lines to the end of train(), and in all: what a reader pays for the lesson, and for the file.
+LINES = {"reinforce": 210, "vpg": 250, "ppo": 250, "ppo_gae": 300, "ppo_continuous": 340}
+
+
+def first_line(module, name):
+    return inspect.getsourcelines(getattr(module, name))[1]
+
+
+@by_name(SCRIPTS)
+def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
+    module, lines = script.module, script.path.read_text().splitlines()
+    assert lines.count(DIVIDER) == 1
+    divider = lines.index(DIVIDER) + 1
+    lesson = [first_line(module, name) for name in LESSON if hasattr(module, name)]
+    support = [first_line(module, name) for name in SUPPORT if hasattr(module, name)]
+    assert max(lesson) == first_line(module, "train") < divider < min(support)
+    assert len(support) >= len(SUPPORT) - 1  # CartPoleTorch: ppo_gae.py only
+    assert first_line(module, "Agent") <= 70
+    end_of_train = first_line(module, "train") + len(inspect.getsourcelines(module.train)[0]) - 1
+    assert end_of_train <= LINES[script.name] and len(lines) <= 560, (end_of_train, len(lines))
+    assert lines[-2:] == ['if __name__ == "__main__":', "    train(parse_args())"]
+
+
+def test_the_support_code_is_word_for_word_the_same_in_every_script():
+    for name in SHARED:
+        sources = {inspect.getsource(getattr(s.module, name)) for s in SCRIPTS}
+        assert len(sources) == 1, name
+    # the rest of the flags' own code, too, from `def parse_args` to the first flag
+    heads = {inspect.getsource(s.module.parse_args).split('    arg("--env-id"')[0] for s in SCRIPTS}
+    assert len(heads) == 1

@@ -58,19 +58,20 @@ def parse_args(argv=None):
 def measure(env_id, num_envs, args):
     """Seconds of rollout and of update for each iteration after the first."""
     marks = []  # (what, time) at the end of each rollout and of each update
-    log_episodes, summary_writer = ppo_gae.log_episodes, ppo_gae.SummaryWriter
+    compute_gae, log_update = ppo_gae.compute_gae, ppo_gae.Log.update
 
-    def end_of_rollout(*a, **k):
-        log_episodes(*a, **k)
+    def mark(what):
         if args.cuda:
             torch.cuda.synchronize()
-        marks.append(("rollout", time.perf_counter()))
+        marks.append((what, time.perf_counter()))
 
-    class Writer(summary_writer):
-        def add_scalar(self, tag, *a, **k):
-            if tag == "charts/SPS":  # the first scalar after each update
-                marks.append(("update", time.perf_counter()))
-            super().add_scalar(tag, *a, **k)
+    def end_of_rollout(*a, **k):  # GAE is the first step after the rollout
+        mark("rollout")
+        return compute_gae(*a, **k)
+
+    def end_of_update(*a, **k):  # the log of an update comes right after it
+        mark("update")
+        return log_update(*a, **k)
 
     batch = num_envs * args.num_steps
     iterations = 1 + max(3, -(-args.min_steps // batch))
@@ -80,12 +81,12 @@ def measure(env_id, num_envs, args):
     flags += ["--total-timesteps"]
     flags += [str(iterations * batch), "--eval-episodes", "0"]
     flags += ["--cuda"] if args.cuda else []
-    ppo_gae.log_episodes, ppo_gae.SummaryWriter = end_of_rollout, Writer
+    ppo_gae.compute_gae, ppo_gae.Log.update = end_of_rollout, end_of_update
     try:
         with tempfile.TemporaryDirectory() as run_dir:
             ppo_gae.train(ppo_gae.parse_args([*flags, "--run-dir", run_dir]))
     finally:
-        ppo_gae.log_episodes, ppo_gae.SummaryWriter = log_episodes, summary_writer
+        ppo_gae.compute_gae, ppo_gae.Log.update = compute_gae, log_update
     times = [t for _, t in marks]
     rollouts = [b - a for a, b in zip(times[1::2], times[2::2], strict=False)]
     updates = [b - a for a, b in zip(times[2::2], times[3::2], strict=False)]
