@@ -23,6 +23,7 @@ Matters in On-Policy Reinforcement Learning?", arXiv:2006.05990.
 """
 
 import argparse
+import importlib
 import random
 import sys
 import time
@@ -373,6 +374,13 @@ def needs_flattening(space, env_id):
     return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
 
 
+def find_spec(env_id):
+    """The env's spec; for gymnasium's "module:EnvId", the import of module registers it."""
+    if ":" in env_id:
+        importlib.import_module(env_id.split(":")[0])
+    return gym.spec(env_id.split(":")[-1])
+
+
 def make_env(env_id, num_envs, gamma):
     """`num_envs` copies of the env, stepped together (the env's own vector version if it has
     one, else sync), recording each episode's return. Gymnasium 1.x resets an env on the step
@@ -380,9 +388,9 @@ def make_env(env_id, num_envs, gamma):
     Then rewards are divided by the running std of the discounted return, and clipped."""
     try:
         # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
-        max_steps = gym.spec(env_id).max_episode_steps or 1000
+        max_steps = find_spec(env_id).max_episode_steps or 1000
         envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
-    except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
+    except (gym.error.Error, ImportError) as error:  # unknown id or module, no MuJoCo, ...
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
         envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
@@ -399,7 +407,7 @@ def make_env(env_id, num_envs, gamma):
 
 def make_eval_env(env_id, video_dir=None):
     """One env for the final evaluation, recording video if asked."""
-    max_steps = gym.spec(env_id).max_episode_steps or 1000  # as in make_env
+    max_steps = find_spec(env_id).max_episode_steps or 1000  # as in make_env
     mode = "rgb_array" if video_dir else None
     env = gym.make(env_id, max_episode_steps=max_steps, render_mode=mode)
     if needs_flattening(env.observation_space, env_id):

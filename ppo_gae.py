@@ -18,11 +18,12 @@ Advantage Estimation", arXiv:1506.02438; Schulman et al. (2017), arXiv:1707.0634
 
     python ppo_gae.py                                     # CartPole-v1, solved in ~10 s
     python ppo_gae.py --env-id Acrobot-v1 --ent-coef 0.01 --total-timesteps 100000  # > -100
-    python ppo_gae.py --env-id CartPoleTorch-v1 --cuda    # CartPole in torch, on the GPU
+    python ppo_gae.py --env-id benchmarks.cartpole_torch:CartPoleTorch-v1 --cuda  # on the GPU
     tensorboard --logdir runs      # more envs and their flags: docs/results.md
 """
 
 import argparse
+import importlib
 import random
 import sys
 import time
@@ -277,7 +278,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
-    arg("--env-id", default="CartPole-v1", help="Discrete-action env; CartPoleTorch-v1: in torch")
+    arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
     arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
     arg("--total-timesteps", type=positive_int, default=60_000, help="env steps to train for")
     arg("--num-envs", type=positive_int, default=16, help="envs played in parallel")
@@ -336,17 +337,25 @@ def needs_flattening(space, env_id):
     return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
 
 
+def find_spec(env_id):
+    """The env's spec; for gymnasium's "module:EnvId", the import of module registers it."""
+    if ":" in env_id:
+        importlib.import_module(env_id.split(":")[0])
+    return gym.spec(env_id.split(":")[-1])
+
+
 def make_env(env_id, num_envs, device):
     """`num_envs` copies of the env, stepped together (the env's own vector version if it has
     one, else sync), recording each episode's return. Gymnasium 1.x resets an env on the step
     AFTER its episode ends (action ignored, reward 0): train() keeps that out of the loss."""
     try:
-        if env_id == "CartPoleTorch-v1":  # tensors on `device`; it records its own episodes
-            return CartPoleTorch(num_envs, 500, device)
+        spec = find_spec(env_id)
+        if "device" in spec.kwargs:  # an env in torch (benchmarks/cartpole_torch.py): it takes
+            return gym.make_vec(env_id, num_envs=num_envs, device=device)  # and gives tensors
         # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
-        max_steps = gym.spec(env_id).max_episode_steps or 1000
+        max_steps = spec.max_episode_steps or 1000
         envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
-    except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
+    except (gym.error.Error, ImportError) as error:  # unknown id or module, no MuJoCo, ...
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
         envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
@@ -361,8 +370,7 @@ def make_env(env_id, num_envs, device):
 
 def make_eval_env(env_id, video_dir=None):
     """One env for the final evaluation, recording video if asked."""
-    env_id = "CartPole-v1" if env_id == "CartPoleTorch-v1" else env_id  # the same, in numpy
-    max_steps = gym.spec(env_id).max_episode_steps or 1000  # as in make_env
+    max_steps = find_spec(env_id).max_episode_steps or 1000  # as in make_env
     mode = "rgb_array" if video_dir else None
     env = gym.make(env_id, max_episode_steps=max_steps, render_mode=mode)
     if needs_flattening(env.observation_space, env_id):
@@ -496,62 +504,6 @@ def check_finite(loss, iteration, log):
         log.writer.close()
         message = f"loss is {loss.item()} at iteration {iteration}; try a smaller --learning-rate"
         sys.exit(f"{SCRIPT}: error: {message}")
-
-
-class CartPoleTorch(gym.vector.VectorEnv):
-    """`--env-id CartPoleTorch-v1`: gymnasium's CartPole-v1 (CartPoleVectorEnv) in torch on the
-    training device, with no numpy: the same Euler step, limits, reward 1 per step, 500-step
-    truncation and next-step autoreset; info has each episode's return and length."""
-
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
-
-    def __init__(self, num_envs=1, max_episode_steps=500, device="cpu"):
-        self.num_envs, self.max_episode_steps = num_envs, max_episode_steps
-        self.device, self.generator = torch.device(device), torch.Generator(device)
-        high = np.array([4.8, np.inf, 24 * 2 * np.pi / 360, np.inf], dtype=np.float32)
-        self.single_observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
-        self.single_action_space = gym.spaces.Discrete(2)
-        batch = gym.vector.utils.batch_space
-        self.observation_space = batch(self.single_observation_space, num_envs)
-        self.action_space = batch(self.single_action_space, num_envs)
-
-    def uniform_states(self):  # x, x_dot, theta, theta_dot ~ U(-0.05, 0.05)
-        shape = (self.num_envs, 4)
-        return torch.rand(shape, generator=self.generator, device=self.device) * 0.1 - 0.05
-
-    def reset(self, *, seed=None, options=None):
-        if seed is not None:
-            self.generator.manual_seed(seed)
-        self.state = self.uniform_states()
-        self.steps = torch.zeros(self.num_envs, dtype=torch.int32, device=self.device)
-        self.lengths, self.prev_done = self.steps, self.steps.bool()  # all 0, False
-        return self.state, {}
-
-    def step(self, action):
-        x, x_dot, theta, theta_dot = self.state.unbind(1)
-        force = torch.where(torch.as_tensor(action, device=self.device) == 1, 10.0, -10.0)
-        cos, sin = theta.cos(), theta.sin()
-        # masses: cart 1, pole 0.1; half the pole's length 0.5; gravity 9.8; tau 0.02 s
-        temp = (force + 0.05 * theta_dot**2 * sin) / 1.1
-        theta_acc = (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos**2 / 1.1))
-        x_acc = temp - 0.05 * theta_acc * cos / 1.1
-        x, x_dot = x + 0.02 * x_dot, x_dot + 0.02 * x_acc
-        theta, theta_dot = theta + 0.02 * theta_dot, theta_dot + 0.02 * theta_acc
-        self.state = torch.stack([x, x_dot, theta, theta_dot], 1)
-        terminated = (x.abs() > 2.4) | (theta.abs() > 12 * 2 * np.pi / 360)
-        self.steps = self.steps + 1
-        truncated = self.steps >= self.max_episode_steps
-        # Next-step autoreset: an env whose episode ended on the last step starts a new one now.
-        reset = self.prev_done
-        self.state = torch.where(reset[:, None], self.uniform_states(), self.state)
-        self.steps = torch.where(reset, 0, self.steps)
-        reward = (~reset).float()
-        terminated, truncated = terminated & ~reset, truncated & ~reset
-        self.prev_done = done = terminated | truncated
-        self.lengths = torch.where(reset, 0, self.lengths + 1)  # = the return: reward 1 per step
-        info = {"episode": {"r": (self.lengths * done).float(), "l": self.lengths * done}}
-        info["_episode"] = done
-        return self.state, reward, terminated, truncated, info
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Layout, one section per kind of check:
   6. command line and bad input;
   7. reproducibility;
   8. the dict that train() returns, and the saved model (--save-model, --load-model);
-  9. CartPoleTorch-v1 (ppo_gae.py) against gymnasium's CartPole, and the episode log;
+  9. CartPoleTorch-v1 (benchmarks/cartpole_torch.py) against gymnasium's CartPole; the episode log;
  10. the shape of a script: the lesson first, one divider, the same support code in each.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
@@ -45,6 +45,7 @@ import ppo_continuous  # noqa: E402
 import ppo_gae  # noqa: E402
 import reinforce  # noqa: E402
 import vpg  # noqa: E402
+from benchmarks import cartpole_torch  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------
 # 0. The scripts under test
@@ -195,7 +196,7 @@ PPO_LOSS = [ppo, ppo_gae, ppo_continuous]
 VALUE_LOSS = [ppo, ppo_gae, ppo_continuous]
 GAE = [ppo_gae, ppo_continuous]  # compute_gae, value_loss with clipping, minibatches
 GAE_SCRIPTS = [s for s in SCRIPTS if s.module in GAE]
-TORCH_CARTPOLE = [s for s in SCRIPTS if s.module is ppo_gae]  # the only script with CartPoleTorch
+TORCH_CARTPOLE = "benchmarks.cartpole_torch:CartPoleTorch-v1"  # gymnasium's "module:EnvId"
 
 COMMON_TAGS = (
     "charts/episodic_return",
@@ -871,8 +872,7 @@ def test_reset_steps_never_reach_the_loss(script, tmp_path, monkeypatch):
 def test_numpy_cartpole_resets_on_the_next_step_like_python_envs(script):
     # make_env lets gymnasium pick CartPole's own numpy vector env (the probes above run in a
     # SyncVectorEnv); the masking needs its reset too one step after the end, with reward 0.
-    device = (torch.device("cpu"),) if script.module is ppo_gae else ()  # for CartPoleTorch
-    envs = script.module.make_env("CartPole-v1", 4, *device)
+    envs = script.module.make_env("CartPole-v1", 4, torch.device("cpu"))
     assert type(envs.unwrapped).__name__ == "CartPoleVectorEnv"
     envs.reset(seed=0)
     push_right, done = torch.ones(4, dtype=torch.long), np.zeros(4, dtype=bool)
@@ -1186,6 +1186,7 @@ def installed(name):
 
 ENV_ERRORS = [
     pytest.param(("--env-id", "NoSuchEnv-v0"), "NoSuchEnv", id="unknown-env"),
+    pytest.param(("--env-id", "no_such_module:Env-v0"), "no_such_module", id="unknown-module"),
     pytest.param(
         ("--env-id", "LunarLander-v3"),
         "pip install",
@@ -1461,15 +1462,14 @@ def balancing(state, rng, noise=0.35):
     return ((theta + 0.5 * theta_dot > 0) ^ (rng.random(len(theta)) < noise)).astype(np.int64)
 
 
-@by_name(TORCH_CARTPOLE)
-def test_torch_cartpole_steps_exactly_like_gymnasiums(script):
+def test_torch_cartpole_steps_exactly_like_gymnasiums():
     # 64 envs x 3,000 steps with a 50-step limit, next to gymnasium's CartPoleVectorEnv with
     # RecordEpisodeStatistics. Before every step, ours takes gymnasium's state (float64 ->
     # float32), so both step from identical states with identical actions. Every reward and flag
     # and every finished episode's return and length agree exactly; observations to float32
     # precision, except on reset steps, where each env draws its own new U(-0.05, 0.05) state.
     n = 64
-    ours = script.module.CartPoleTorch(n, max_episode_steps=50)
+    ours = cartpole_torch.CartPoleTorch(n, max_episode_steps=50)
     theirs = gym.wrappers.vector.RecordEpisodeStatistics(
         gym.make_vec("CartPole-v1", n, max_episode_steps=50)
     )
@@ -1502,10 +1502,9 @@ def test_torch_cartpole_steps_exactly_like_gymnasiums(script):
     assert seen["reset"] == seen["episodes"] - ended.sum()  # every end but the last is reset
 
 
-@by_name(TORCH_CARTPOLE)
-def test_torch_cartpole_same_seed_same_episodes(script):
+def test_torch_cartpole_same_seed_same_episodes():
     def observations(seed):
-        envs = script.module.CartPoleTorch(16)
+        envs = cartpole_torch.CartPoleTorch(16)
         obs, _ = envs.reset(seed=seed)
         actions = torch.Generator().manual_seed(0)
         seen = [obs]
@@ -1518,31 +1517,31 @@ def test_torch_cartpole_same_seed_same_episodes(script):
     assert not torch.equal(first, observations(4))
 
 
-@by_name(TORCH_CARTPOLE)
+@by_name(DISCRETE)
 def test_torch_cartpole_trains_with_tensors_only(script, tmp_path, monkeypatch):
     # make_env builds it for the id, unwrapped: the loop hands it the action tensor itself
     # (no copy to numpy) and gets tensors back. The evaluation plays gymnasium's CartPole.
     actions = []
-    original = script.module.CartPoleTorch.step
+    original = cartpole_torch.CartPoleTorch.step
 
     def step(self, action):
         actions.append(action)
         return original(self, action)
 
-    monkeypatch.setattr(script.module.CartPoleTorch, "step", step)
+    monkeypatch.setattr(cartpole_torch.CartPoleTorch, "step", step)
     argv = flags("--num-envs 4 --num-steps 64 --total-timesteps 512 --eval-episodes 1")
-    result = run(script, tmp_path, "--env-id", "CartPoleTorch-v1", *argv)
+    result = run(script, tmp_path, "--env-id", TORCH_CARTPOLE, *argv)
     assert len(actions) >= 128 and all(isinstance(a, torch.Tensor) for a in actions)
     assert len(result["episode_returns"]) >= 10 and len(result["eval_returns"]) == 1
     assert all(8 <= r <= 500 for _, r in result["episode_returns"])
-    envs = script.module.make_env("CartPoleTorch-v1", 4, torch.device("cpu"))
-    assert isinstance(envs, script.module.CartPoleTorch)
+    envs = script.module.make_env(TORCH_CARTPOLE, 4, torch.device("cpu"))
+    assert isinstance(envs, cartpole_torch.CartPoleTorch)
 
 
 def test_ppo_gae_learns_the_torch_cartpole(tmp_path):
     # ppo_gae's defaults on CartPoleTorch-v1 for 40,960 steps: the mean of the last 20 training
     # returns was 500, 478 and 495 on seeds 1-3.
-    result = run(SCRIPTS[3], tmp_path, "--env-id", "CartPoleTorch-v1", "--total-timesteps", "40960")
+    result = run(SCRIPTS[3], tmp_path, "--env-id", TORCH_CARTPOLE, "--total-timesteps", "40960")
     recent = np.mean([r for _, r in result["episode_returns"][-20:]])
     assert recent >= 200, recent
 
@@ -1599,12 +1598,11 @@ def test_log_episodes_each_when_few_their_mean_when_many(module, as_tensor):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
-@by_name(TORCH_CARTPOLE)
-def test_torch_cartpole_on_the_gpu_steps_like_on_the_cpu(script):
+def test_torch_cartpole_on_the_gpu_steps_like_on_the_cpu():
     # From the same states and actions, the GPU's step agrees with the CPU's (except on the
     # reset steps, which each device's generator draws).
     n, rng = 256, np.random.default_rng(0)
-    cpu, gpu = (script.module.CartPoleTorch(n, 50, device) for device in ("cpu", "cuda"))
+    cpu, gpu = (cartpole_torch.CartPoleTorch(n, 50, device) for device in ("cpu", "cuda"))
     cpu.reset(seed=0)
     gpu.reset(seed=0)
     for _ in range(500):
@@ -1620,7 +1618,7 @@ def test_torch_cartpole_on_the_gpu_steps_like_on_the_cpu(script):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
 def test_ppo_gae_trains_on_the_gpu_with_the_torch_cartpole(tmp_path):
     argv = flags("--cuda --num-envs 1024 --num-steps 16 --total-timesteps 65536 --eval-episodes 1")
-    result = run(SCRIPTS[3], tmp_path, "--env-id", "CartPoleTorch-v1", *argv)
+    result = run(SCRIPTS[3], tmp_path, "--env-id", TORCH_CARTPOLE, *argv)
     assert {p.device.type for p in result["agent"].parameters()} == {"cuda"}
     assert len(result["episode_returns"]) > 1000
 
@@ -1649,10 +1647,10 @@ DIVIDER = (
 LESSON = ("layer_init", "RunningNorm", "Agent", "discounted_returns", "reinforce_loss", "vpg_loss")
 LESSON += ("compute_gae", "ppo_loss", "value_loss", "train")
 SUPPORT = ("set_up", "checked", "parse_args", "needs_flattening", "make_env", "make_eval_env")
-SUPPORT += ("evaluate", "Log", "log_episodes", "finish", "fail", "check_finite", "CartPoleTorch")
+SUPPORT += ("find_spec", "evaluate", "Log", "log_episodes", "finish", "fail", "check_finite")
 # The support code that is word for word the same in every script.
-SHARED = ("set_up", "checked", "needs_flattening", "Log", "log_episodes", "finish", "fail")
-SHARED += ("check_finite",)
+SHARED = ("set_up", "checked", "find_spec", "needs_flattening", "Log", "log_episodes", "finish")
+SHARED += ("fail", "check_finite")
 # Lines to the end of train(), and in all: what a reader pays for the lesson, and for the file.
 LINES = {"reinforce": 210, "vpg": 250, "ppo": 250, "ppo_gae": 300, "ppo_continuous": 340}
 
@@ -1669,7 +1667,7 @@ def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
     lesson = [first_line(module, name) for name in LESSON if hasattr(module, name)]
     support = [first_line(module, name) for name in SUPPORT if hasattr(module, name)]
     assert max(lesson) == first_line(module, "train") < divider < min(support)
-    assert len(support) >= len(SUPPORT) - 1  # CartPoleTorch: ppo_gae.py only
+    assert len(support) == len(SUPPORT)
     assert first_line(module, "Agent") <= 70
     end_of_train = first_line(module, "train") + len(inspect.getsourcelines(module.train)[0]) - 1
     assert end_of_train <= LINES[script.name] and len(lines) <= 560, (end_of_train, len(lines))

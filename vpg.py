@@ -27,6 +27,7 @@ function approximation"; Schulman et al. (2016), GAE paper, section 2 on baselin
 """
 
 import argparse
+import importlib
 import random
 import sys
 import time
@@ -99,7 +100,7 @@ def vpg_loss(logprobs, values, returns):
 
 def train(args):
     device, run_dir = set_up(args)  # seeds, device, run folder: the support code, below
-    envs = make_env(args.env_id, args.num_envs)
+    envs = make_env(args.env_id, args.num_envs, device)
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     # One Adam for both networks: a policy step only has gradients in the actor and a
@@ -280,15 +281,25 @@ def needs_flattening(space, env_id):
     return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
 
 
-def make_env(env_id, num_envs):
+def find_spec(env_id):
+    """The env's spec; for gymnasium's "module:EnvId", the import of module registers it."""
+    if ":" in env_id:
+        importlib.import_module(env_id.split(":")[0])
+    return gym.spec(env_id.split(":")[-1])
+
+
+def make_env(env_id, num_envs, device):
     """`num_envs` copies of the env, stepped together (the env's own vector version if it has
     one, else sync), recording each episode's return. Gymnasium 1.x resets an env on the step
     AFTER its episode ends (action ignored, reward 0): train() keeps that out of the loss."""
     try:
+        spec = find_spec(env_id)
+        if "device" in spec.kwargs:  # an env in torch (benchmarks/cartpole_torch.py): it takes
+            return gym.make_vec(env_id, num_envs=num_envs, device=device)  # and gives tensors
         # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
-        max_steps = gym.spec(env_id).max_episode_steps or 1000
+        max_steps = spec.max_episode_steps or 1000
         envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
-    except gym.error.Error as error:  # unknown id, Box2D or MuJoCo not installed, ...
+    except (gym.error.Error, ImportError) as error:  # unknown id or module, no MuJoCo, ...
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
         envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
@@ -303,7 +314,7 @@ def make_env(env_id, num_envs):
 
 def make_eval_env(env_id, video_dir=None):
     """One env for the final evaluation, recording video if asked."""
-    max_steps = gym.spec(env_id).max_episode_steps or 1000  # as in make_env
+    max_steps = find_spec(env_id).max_episode_steps or 1000  # as in make_env
     mode = "rgb_array" if video_dir else None
     env = gym.make(env_id, max_episode_steps=max_steps, render_mode=mode)
     if needs_flattening(env.observation_space, env_id):

@@ -24,7 +24,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ppo_gae  # noqa: E402
 
-ENV_IDS = ("CartPole-v1", "CartPoleTorch-v1")
+ENV_IDS = (
+    "CartPole-v1",
+    "benchmarks.cartpole_torch:CartPoleTorch-v1",
+)  # gymnasium's "module:EnvId"
 
 
 def parse_args(argv=None):
@@ -92,7 +95,7 @@ def measure(env_id, num_envs, args):
     updates = [b - a for a, b in zip(times[2::2], times[3::2], strict=False)]
     return {
         "minibatches": minibatches,
-        "env_id": env_id,
+        "env_id": env_id.split(":")[-1],  # CartPoleTorch-v1
         "num_envs": num_envs,
         "batch": batch,
         "rollouts": rollouts,
@@ -131,7 +134,7 @@ def make_plot(raw, path):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for i, env_id in enumerate(ENV_IDS):
+    for i, env_id in enumerate(name.split(":")[-1] for name in ENV_IDS):
         rs = [r for r in raw["results"] if r["env_id"] == env_id]
         if not rs:
             continue
