@@ -1681,3 +1681,150 @@ def test_the_support_code_is_word_for_word_the_same_in_every_script():
     # the rest of the flags' own code, too, from `def parse_args` to the first flag
     heads = {inspect.getsource(s.module.parse_args).split('    arg("--env-id"')[0] for s in SCRIPTS}
     assert len(heads) == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# 11. benchmarks/tune.py: Optuna over subprocess runs, on a journal file or a real PostgreSQL
+# ----------------------------------------------------------------------------------------------
+
+TUNE = Path(__file__).parent / "benchmarks" / "tune.py"
+# Two trials of two 1,024-step CartPole runs each: seconds, not minutes.
+TUNE_ARGV = flags("ppo_gae.py --env-id CartPole-v1 --trials 2 --seeds 1 --total-timesteps 1024")
+TUNE_ARGV += flags("--eval-episodes 1 --pruner none")
+
+
+def tune_cli(*argv, cwd):
+    return subprocess.Popen(
+        [sys.executable, str(TUNE), *argv],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+@pytest.fixture(params=["journal", "postgresql"])
+def tune_storage(request, tmp_path):
+    """A journal file, or the URL of a PostgreSQL server started for the test and removed
+    after it (pgserver ships the server's binaries)."""
+    if request.param == "journal":
+        yield str(tmp_path / "study.journal")
+        return
+    import pgserver
+
+    server = pgserver.get_server(tmp_path / "pgdata", cleanup_mode="stop")
+    yield server.get_uri().replace("postgresql://", "postgresql+psycopg2://", 1)
+    server.cleanup()
+
+
+def load_study(name, storage):
+    import optuna
+
+    if "://" in storage:
+        return optuna.load_study(study_name=name, storage=storage)
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(storage)))
+
+
+def test_tune_two_workers_at_once_share_one_study(tune_storage, tmp_path):
+    from optuna.trial import TrialState
+
+    argv = (*TUNE_ARGV, "--study-name", "shared", "--storage", tune_storage)
+    workers = [tune_cli(*argv, "--out", str(tmp_path / f"out{i}"), cwd=tmp_path) for i in (1, 2)]
+    outputs = [w.communicate(timeout=600)[0] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], outputs
+    trials = load_study("shared", tune_storage).get_trials()
+    # 2 trials from each worker, each in the study once, each with its own number and runs
+    assert len(trials) == 4 and {t.number for t in trials} == {0, 1, 2, 3}
+    assert all(t.state == TrialState.COMPLETE for t in trials), [t.state for t in trials]
+    by_worker = {}
+    for t in trials:
+        by_worker.setdefault(t.user_attrs["worker_pid"], []).append(t.number)
+    assert sorted(len(numbers) for numbers in by_worker.values()) == [2, 2]
+    for t in trials:  # the objective is the run's own evaluation: a CartPole return
+        (evaluation,) = t.user_attrs["evaluations"]
+        assert t.value == evaluation and 8 <= evaluation <= 500
+    assert "Best trial, as a command:" in outputs[0] + outputs[1]
+    report = (tmp_path / "out1" / "shared.md").read_text()
+    best = max(trials, key=lambda t: t.value)
+    assert f"python ppo_gae.py --env-id CartPole-v1 {best.user_attrs['flags']}" in report
+
+
+def test_tune_kills_the_runs_of_a_pruned_trial(tune_storage, tmp_path):
+    from optuna.trial import TrialState
+
+    # CartPole returns are at most 500: threshold:1000 prunes each trial at its first report,
+    # a tenth into runs of 100,000 steps that would take half a minute.
+    argv = flags("ppo_gae.py --env-id CartPole-v1 --trials 1 --seeds 1 2 --total-timesteps 100000")
+    argv += ("--study-name", "pruned", "--storage", tune_storage, "--pruner", "threshold:1000")
+    start = time.time()
+    worker = tune_cli(*argv, "--out", str(tmp_path), cwd=tmp_path)
+    output = worker.communicate(timeout=600)[0]
+    assert worker.returncode == 0, output
+    (trial,) = load_study("pruned", tune_storage).get_trials()
+    assert trial.state == TrialState.PRUNED
+    assert len(trial.intermediate_values) == 1 and time.time() - start < 30
+    for pid in trial.user_attrs["pids"]:  # killed and reaped, not left running
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_tune_retries_the_trial_of_a_worker_that_died(tmp_path):
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+
+    from benchmarks import tune
+
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "study.journal")))
+    study = optuna.create_study(study_name="dead", storage=storage, direction="maximize")
+    trial = study.ask()
+    trial.suggest_float("learning-rate", 1e-4, 1e-2)
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a worker pid that no longer exists
+    trial.set_user_attr("worker_pid", dead.pid)
+    trial.set_user_attr("host", __import__("socket").gethostname())
+    alive = study.ask()  # a running trial of a live worker (this process): left alone
+    alive.set_user_attr("worker_pid", os.getpid())
+    alive.set_user_attr("host", __import__("socket").gethostname())
+    tune.retry_orphans(study)
+    states = [t.state for t in study.get_trials()]
+    assert states == [TrialState.FAIL, TrialState.RUNNING, TrialState.WAITING]
+    again = study.ask()  # the queued retry, with the dead trial's flags
+    assert again.suggest_float("learning-rate", 1e-4, 1e-2) == trial.params["learning-rate"]
+
+
+TUNE_BAD = [
+    pytest.param(flags("nosuch.py --env-id CartPole-v1"), "unknown script", id="script"),
+    pytest.param(flags("ppo_gae.py --env-id NoSuchEnv-v0"), "NoSuchEnv", id="env"),
+    pytest.param(flags("ppo_continuous.py --env-id CartPole-v1"), "Discrete", id="actions"),
+    pytest.param(flags("ppo_gae.py --env-id CartPole-v1 --space bad.json"), "bad.json", id="json"),
+    pytest.param(
+        flags("ppo_gae.py --env-id CartPole-v1 --space flag.json"), "--no-such-flag", id="flag"
+    ),
+    pytest.param(
+        flags("ppo_gae.py --env-id CartPole-v1")
+        + ("--storage", "postgresql+psycopg2://tuner:secret@127.0.0.1:9/optuna"),
+        "cannot reach the database postgresql+psycopg2://tuner:***@127.0.0.1:9/optuna",
+        id="database",
+    ),
+]
+
+
+@pytest.mark.parametrize("argv, says", TUNE_BAD)
+def test_tune_bad_input_is_one_line_and_status_2(argv, says, tmp_path, monkeypatch, capsys):
+    from benchmarks import tune
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "flag.json").write_text('{"--no-such-flag": {"type": "int", "low": 1, "high": 2}}')
+    argv = (*argv, "--study-name", "bad", "--total-timesteps", "1000", "--out", str(tmp_path))
+    with pytest.raises(SystemExit) as exc:
+        tune.main(tune.parse_args(list(argv)))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("tune.py: error:") and says in err, err
+    assert "secret" not in err
