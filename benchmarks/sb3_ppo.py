@@ -17,6 +17,15 @@ defaults to -1 ("use the torch default", i.e. one thread per physical core). We 
 
     python benchmarks/sb3_ppo.py --env-id CartPole-v1 --seed 1
     python benchmarks/sb3_ppo.py --env-id Pendulum-v1 --seed 1 --eval-episodes 10
+
+`--recipe mujoco` runs instead the batch structure of ppo_continuous.py's MuJoCo recipe on any
+Box-action env, for a side-by-side timing: 8 envs x 256 steps, minibatches of 64, 10 epochs,
+lr 3e-4 decayed linearly to 0, gamma 0.99, GAE lambda 0.95, clip 0.2, no entropy bonus,
+gradient norm 0.5, log-std starting at -0.5, observations and rewards normalized (VecNormalize,
+clipped at 10), separate 64x64 tanh actor and critic with orthogonal init, Adam eps 1e-5 (SB3's
+defaults for the last three).
+
+    python benchmarks/sb3_ppo.py --recipe mujoco --env-id HalfCheetah-v5 --num-threads 1
 """
 
 import argparse
@@ -27,6 +36,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecNormalize
 from torch.utils.tensorboard import SummaryWriter
 
 
@@ -66,6 +76,27 @@ ZOO = {
 }
 
 
+# ppo_continuous.py's MuJoCo recipe R, in SB3's terms (see the docstring)
+RECIPES = {
+    "mujoco": dict(
+        n_envs=8,
+        n_timesteps=1_000_000,
+        policy="MlpPolicy",
+        n_steps=256,
+        batch_size=64,
+        n_epochs=10,
+        learning_rate=linear(3e-4),
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_range=0.2,
+        ent_coef=0.0,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        policy_kwargs=dict(log_std_init=-0.5),
+    )
+}
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -79,8 +110,9 @@ def parse_args(argv=None):
     p.add_argument("--run-dir", default=None, help="default: runs/{env}__sb3_ppo__{seed}__{time}")
     p.add_argument("--eval-episodes", type=int, default=10)
     p.add_argument("--num-threads", type=int, default=-1, help="torch threads; -1: torch default")
+    p.add_argument("--recipe", choices=sorted(RECIPES), help="our recipe's settings, not rl-zoo's")
     args = p.parse_args(argv)
-    if args.env_id not in ZOO:
+    if args.env_id not in ZOO and not args.recipe:
         p.error(f"no rl-zoo hyperparameters here for {args.env_id}; known: {sorted(ZOO)}")
     if args.total_timesteps is not None and args.total_timesteps <= 0:
         p.error("--total-timesteps must be positive")
@@ -136,7 +168,7 @@ class TensorBoardCallback(BaseCallback):
 def main(args):
     if args.num_threads > 0:
         torch.set_num_threads(args.num_threads)
-    hp = dict(ZOO[args.env_id])
+    hp = dict(RECIPES[args.recipe] if args.recipe else ZOO[args.env_id])
     n_envs, policy, n_timesteps = hp.pop("n_envs"), hp.pop("policy"), hp.pop("n_timesteps")
     total_timesteps = args.total_timesteps or n_timesteps
     run_dir = args.run_dir or f"runs/{args.env_id}__sb3_ppo__{args.seed}__{int(time.time())}"
@@ -148,12 +180,17 @@ def main(args):
     )
 
     env = make_vec_env(args.env_id, n_envs=n_envs, seed=args.seed)  # DummyVecEnv + Monitor
+    if args.recipe:  # observations and rewards normalized, each clipped at 10
+        env = VecNormalize(env, gamma=hp["gamma"], clip_obs=10.0, clip_reward=10.0)
     model = PPO(policy, env, seed=args.seed, device="cpu", verbose=0, **hp)
     model.learn(total_timesteps, callback=TensorBoardCallback(writer, total_timesteps))
 
     eval_returns = []
     if args.eval_episodes > 0:
         eval_env = make_vec_env(args.env_id, n_envs=1, seed=args.seed + 10_000)
+        if args.recipe:  # the training statistics, frozen; raw rewards
+            eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
+            eval_env.obs_rms = env.obs_rms
         eval_returns, _ = evaluate_policy(
             model,
             eval_env,

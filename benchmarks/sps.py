@@ -8,6 +8,14 @@ backward passes). The first iteration is a warm-up and is left out. SPS is env s
 
     python benchmarks/sps.py --out benchmarks/results/sps               # this CPU, ~10 minutes
     python benchmarks/sps.py --cuda --out benchmarks/results/sps_cuda   # on a GPU
+
+With --mujoco it times ppo_continuous.py with the MuJoCo recipe (8 envs x 256 steps, 32
+minibatches, 10 epochs) on HalfCheetah-v5, Hopper-v5 and Humanoid-v5: the rollout and the
+update apart, the rollout alone again with 1 epoch of 1 minibatch, and beside them the raw
+rate of the same 8 envs in a SyncVectorEnv with random actions, no learning: how far from the
+simulator's own speed the script runs.
+
+    python benchmarks/sps.py --mujoco --out benchmarks/results/sps_mujoco   # ~1 minute
 """
 
 import argparse
@@ -22,6 +30,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import ppo_continuous  # noqa: E402
 import ppo_gae  # noqa: E402
 
 ENV_IDS = (
@@ -55,44 +64,53 @@ def parse_args(argv=None):
     p.add_argument("--cuda", action="store_true", help="train on the GPU")
     p.add_argument("--out", required=True, help="folder for raw.json, table.md, sps.png")
     p.add_argument("--replot", action="store_true", help="redo table and plot from raw.json")
+    p.add_argument("--mujoco", action="store_true", help="ppo_continuous's recipe on MuJoCo")
+    p.add_argument("--iterations", type=int, default=5, help="timed iterations per --mujoco run")
     return p.parse_args(argv)
+
+
+def timed(module, flags, cuda=False):
+    """Seconds of rollout and of update for each iteration after the first, of a run of
+    `module` with `flags` in this process: a rollout ends where GAE starts (compute_gae), an
+    update where its log starts (Log.update)."""
+    marks = []  # (what, time) at the end of each rollout and of each update
+    compute_gae, log_update = module.compute_gae, module.Log.update
+
+    def mark(what):
+        if cuda:
+            torch.cuda.synchronize()
+        marks.append((what, time.perf_counter()))
+
+    def end_of_rollout(*a, **k):
+        mark("rollout")
+        return compute_gae(*a, **k)
+
+    def end_of_update(*a, **k):
+        mark("update")
+        return log_update(*a, **k)
+
+    module.compute_gae, module.Log.update = end_of_rollout, end_of_update
+    try:
+        with tempfile.TemporaryDirectory() as run_dir:
+            module.train(module.parse_args([*flags, "--eval-episodes", "0", "--run-dir", run_dir]))
+    finally:
+        module.compute_gae, module.Log.update = compute_gae, log_update
+    times = [t for _, t in marks]
+    rollouts = [b - a for a, b in zip(times[1::2], times[2::2], strict=False)]
+    updates = [b - a for a, b in zip(times[2::2], times[3::2], strict=False)]
+    return rollouts, updates
 
 
 def measure(env_id, num_envs, args):
     """Seconds of rollout and of update for each iteration after the first."""
-    marks = []  # (what, time) at the end of each rollout and of each update
-    compute_gae, log_update = ppo_gae.compute_gae, ppo_gae.Log.update
-
-    def mark(what):
-        if args.cuda:
-            torch.cuda.synchronize()
-        marks.append((what, time.perf_counter()))
-
-    def end_of_rollout(*a, **k):  # GAE is the first step after the rollout
-        mark("rollout")
-        return compute_gae(*a, **k)
-
-    def end_of_update(*a, **k):  # the log of an update comes right after it
-        mark("update")
-        return log_update(*a, **k)
-
     batch = num_envs * args.num_steps
     iterations = 1 + max(3, -(-args.min_steps // batch))
     flags = ["--env-id", env_id, "--num-envs", str(num_envs), "--num-steps", str(args.num_steps)]
     minibatches = max(1, batch // args.minibatch_size) if args.minibatch_size else 1
     flags += ["--update-epochs", str(args.update_epochs), "--num-minibatches", str(minibatches)]
-    flags += ["--total-timesteps"]
-    flags += [str(iterations * batch), "--eval-episodes", "0"]
+    flags += ["--total-timesteps", str(iterations * batch)]
     flags += ["--cuda"] if args.cuda else []
-    ppo_gae.compute_gae, ppo_gae.Log.update = end_of_rollout, end_of_update
-    try:
-        with tempfile.TemporaryDirectory() as run_dir:
-            ppo_gae.train(ppo_gae.parse_args([*flags, "--run-dir", run_dir]))
-    finally:
-        ppo_gae.compute_gae, ppo_gae.Log.update = compute_gae, log_update
-    times = [t for _, t in marks]
-    rollouts = [b - a for a, b in zip(times[1::2], times[2::2], strict=False)]
-    updates = [b - a for a, b in zip(times[2::2], times[3::2], strict=False)]
+    rollouts, updates = timed(ppo_gae, flags, args.cuda)
     return {
         "minibatches": minibatches,
         "env_id": env_id.split(":")[-1],  # CartPoleTorch-v1
@@ -101,6 +119,89 @@ def measure(env_id, num_envs, args):
         "rollouts": rollouts,
         "updates": updates,
     }
+
+
+MUJOCO_ENVS = ("HalfCheetah-v5", "Hopper-v5", "Humanoid-v5")
+RECIPE = "--num-envs 8 --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99"
+RECIPE += " --log-std-init -0.5"
+
+
+def raw_rate(env_id, num_envs=8, steps=2000):
+    """Env steps per second of num_envs envs in a SyncVectorEnv with random actions."""
+    import gymnasium as gym
+
+    envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync")
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    actions = [envs.action_space.sample() for _ in range(64)]
+    for i in range(100):  # warm-up
+        envs.step(actions[i % 64])
+    start = time.perf_counter()
+    for i in range(steps):
+        envs.step(actions[i % 64])
+    envs.close()
+    return steps * num_envs / (time.perf_counter() - start)
+
+
+def measure_mujoco(env_id, args):
+    total = ["--total-timesteps", str((args.iterations + 1) * 2048), "--env-id", env_id]
+    rollouts, updates = timed(ppo_continuous, RECIPE.split() + total)
+    one = "--update-epochs 1 --num-minibatches 1".split()
+    rollouts_one, updates_one = timed(ppo_continuous, RECIPE.split() + total + one)
+    return dict(
+        env_id=env_id,
+        batch=2048,
+        raw_sps=raw_rate(env_id),
+        rollouts=rollouts,
+        updates=updates,
+        rollouts_one=rollouts_one,
+        updates_one=updates_one,
+    )
+
+
+def make_mujoco_table(raw):
+    lines = [
+        f"ppo_continuous.py with the MuJoCo recipe (8 envs x 256 steps, 32 minibatches of 64, "
+        f"10 epochs) on {raw['device']}, one torch thread, alone on the machine. SPS: env steps "
+        "per second, median over the timed iterations. Raw: the same 8 envs in a "
+        "SyncVectorEnv with random actions and no learning.",
+        "",
+        "| env | raw SPS | rollout SPS | rollout / raw | update SPS | SPS, rollout + update | "
+        "SPS with 1 epoch of 1 minibatch |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in raw["results"]:
+        rollout, update = statistics.median(r["rollouts"]), statistics.median(r["updates"])
+        pairs = zip(r["rollouts_one"], r["updates_one"], strict=False)
+        one = statistics.median([a + b for a, b in pairs])
+        row = [r["env_id"], f"{r['raw_sps']:,.0f}", f"{r['batch'] / rollout:,.0f}"]
+        row += [f"{r['batch'] / rollout / r['raw_sps']:.0%}", f"{r['batch'] / update:,.0f}"]
+        row += [f"{r['batch'] / (rollout + update):,.0f}", f"{r['batch'] / one:,.0f}"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def make_mujoco_plot(raw, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    bars = (("raw env", None), ("rollout", "rollouts"), ("update", "updates"), ("both", None))
+    for j, r in enumerate(raw["results"]):
+        rollout, update = statistics.median(r["rollouts"]), statistics.median(r["updates"])
+        values = (r["raw_sps"], 2048 / rollout, 2048 / update, 2048 / (rollout + update))
+        for i, ((label, _), value) in enumerate(zip(bars, values, strict=True)):
+            ax.bar(j + 0.2 * i - 0.3, value, 0.2, color=f"C{i}", label=label if j == 0 else None)
+    ax.set_xticks(range(len(raw["results"])), [r["env_id"] for r in raw["results"]])
+    ax.set_ylabel("env steps per second")
+    ax.set_title(f"ppo_continuous.py, MuJoCo recipe, on {raw['device']}", fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def make_table(raw):
@@ -170,9 +271,27 @@ def make_plot(raw, path):
     plt.close(fig)
 
 
+def main_mujoco(args, out):
+    if args.replot:
+        raw = json.loads((out / "raw.json").read_text())
+    else:
+        device = f"{platform.machine()} CPU with {ppo_continuous.CPU_THREADS} cores"
+        raw = {"device": device, "results": []}
+        for env_id in MUJOCO_ENVS:
+            raw["results"].append(measure_mujoco(env_id, args))
+            print(make_mujoco_table(raw).splitlines()[-1], flush=True)
+        (out / "raw.json").write_text(json.dumps(raw, indent=1))
+    table = make_mujoco_table(raw)
+    (out / "table.md").write_text(table)
+    make_mujoco_plot(raw, out / "sps.png")
+    print(table)
+
+
 def main(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.mujoco:
+        return main_mujoco(args, out)
     if args.replot:
         raw = json.loads((out / "raw.json").read_text())
     else:
