@@ -203,11 +203,16 @@ def refused(script, argv):
     return None
 
 
+READERS = {}  # run directory -> its EventAccumulator, which reads only what is new each time
+
+
 def episode_returns(run_dir):
     """[(step, return)] logged so far by a run, and the mean of its evaluation (or None)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    if run_dir not in READERS:
+        READERS[run_dir] = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events = READERS[run_dir]
     events.Reload()
     tags = events.Tags()["scalars"]
     returns = (
@@ -290,7 +295,7 @@ def objective(trial, args, space):
                     raise optuna.TrialPruned(f"pruned at {step} steps")
             if done:
                 break
-            time.sleep(1.0)
+            time.sleep(2.0)
     finally:
         stop(procs)  # Ctrl-C, an error, or a prune: no run outlives its trial
     for proc, run_dir in zip(procs, run_dirs, strict=True):
@@ -298,6 +303,8 @@ def objective(trial, args, space):
             lines = (run_dir / "stdout.log").read_text().strip().splitlines() or ["no output"]
             raise RuntimeError(f"{run_dir.name} exited {proc.returncode}: {lines[-1]}")
     evaluations = [episode_returns(d)[1] for d in run_dirs]
+    for run_dir in run_dirs:
+        READERS.pop(run_dir, None)
     if any(e is None for e in evaluations):
         raise RuntimeError("a run logged no evaluation (--eval-episodes 0?)")
     trial.set_user_attr("evaluations", evaluations)
