@@ -154,9 +154,7 @@ def load_space(args):
             space = yaml.safe_load(text)
         else:
             space = json.loads(text)
-    except (OSError, ValueError, ImportError) as error:
-        fail(f"--space {path}: {error}")
-    except Exception as error:  # yaml.YAMLError
+    except Exception as error:  # unreadable, not JSON or YAML, pyyaml missing
         fail(f"--space {path}: {error}")
     if not isinstance(space, dict) or not space:
         fail(f"--space {path}: want an object of FLAG: {{type, ...}}")
