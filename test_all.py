@@ -15,7 +15,8 @@ Layout, one section per kind of check:
   7. reproducibility;
   8. the dict that train() returns, and the saved model (--save-model, --load-model);
   9. CartPoleTorch-v1 (benchmarks/cartpole_torch.py) against gymnasium's CartPole; the episode log;
- 10. the shape of a script: the lesson first, one divider, the same support code in each.
+ 10. the shape of a script: the lesson first, one divider, the same support code in each;
+ 11. benchmarks/tune.py: two workers on one study (a journal file, a real PostgreSQL), pruning.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
