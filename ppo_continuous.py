@@ -154,7 +154,7 @@ def train(args):
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     log = Log(args, run_dir)  # TensorBoard, the progress line, every episode's return
     if args.load_model:  # no training: evaluate (and film) a saved model
-        return finish(args, agent, envs, eval_env, log)
+        return finish(args, load_model(agent, args.load_model), envs, eval_env, log)
 
     # Rollout storage, time-major: (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
@@ -179,7 +179,7 @@ def train(args):
             frac = 1 - (iteration - 1) / num_iterations  # 1 at the first update, 1/N at the last
             if args.anneal_lr:  # the learning rate decays linearly towards 0
                 optimizer.param_groups[0]["lr"] = args.learning_rate * frac
-            ent_coef = args.ent_coef * (frac if args.anneal_ent else 1)  # --anneal-ent: c_H too
+            ent_coef = args.ent_coef * (frac if args.anneal_ent else 1)  # explore, then act sharply
             for step in range(args.num_steps):
                 obs[step] = next_obs
                 valid[step] = ~next_done  # the step after an episode's end is gymnasium's reset
@@ -442,6 +442,15 @@ def evaluate(agent, env, episodes, seed, device):
     return returns
 
 
+def load_model(agent, path):
+    """The weights that --save-model wrote (and the statistics, where the Agent has them)."""
+    try:
+        agent.load_state_dict(torch.load(path, map_location=next(agent.parameters()).device))
+    except Exception as error:  # missing, unreadable or not this Agent's weights
+        fail(f"cannot load --load-model {path}: {error}")
+    return agent
+
+
 class Log:
     """TensorBoard (CleanRL's tags), a progress line every 2 s, each episode's (step, return)."""
 
@@ -504,14 +513,9 @@ def log_episodes(writer, ended_episodes, history):
 
 
 def finish(args, agent, envs, eval_env, log, global_step=0, interrupted=False):
-    """Trained, Ctrl-C'd or --load-model (loaded here): last logs, save, evaluate, the dict."""
+    """The end of a run, trained, Ctrl-C'd or loaded: last logs, save, evaluate, the dict."""
     envs.close()
     device = next(agent.parameters()).device
-    if args.load_model:  # the weights (and statistics, where the Agent has them) of --save-model
-        try:
-            agent.load_state_dict(torch.load(args.load_model, map_location=device))
-        except Exception as error:  # missing, unreadable or not this Agent's weights
-            fail(f"cannot load --load-model {args.load_model}: {error}")
     sps = int(global_step / (time.time() - log.start_time))
     log.progress(global_step, end=global_step > 0 and not interrupted)
     if interrupted:

@@ -83,7 +83,7 @@ def train(args):
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
     log = Log(args, run_dir)  # TensorBoard, the progress line, every episode's return
     if args.load_model:  # no training: evaluate (and film) a saved model
-        return finish(args, agent, envs, eval_env, log)
+        return finish(args, load_model(agent, args.load_model), envs, eval_env, log)
 
     global_step, iteration, interrupted = 0, 0, False
     try:
@@ -242,8 +242,9 @@ def make_env(env_id, num_envs, device):
     AFTER its episode ends (action ignored, reward 0): train() keeps that out of the loss."""
     try:
         spec = find_spec(env_id)
-        if "device" in spec.kwargs:  # an env in torch (benchmarks/cartpole_torch.py): it takes
-            return gym.make_vec(env_id, num_envs=num_envs, device=device)  # and gives tensors
+        # An env in torch (benchmarks/cartpole_torch.py): tensors in and out, on `device`.
+        if "device" in spec.kwargs:
+            return gym.make_vec(env_id, num_envs=num_envs, device=device)
         # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
         max_steps = spec.max_episode_steps or 1000
         envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
@@ -292,6 +293,15 @@ def evaluate(agent, env, episodes, seed, device):
             done = terminated or truncated
         returns.append(episode_return)
     return returns
+
+
+def load_model(agent, path):
+    """The weights that --save-model wrote (and the statistics, where the Agent has them)."""
+    try:
+        agent.load_state_dict(torch.load(path, map_location=next(agent.parameters()).device))
+    except Exception as error:  # missing, unreadable or not this Agent's weights
+        fail(f"cannot load --load-model {path}: {error}")
+    return agent
 
 
 class Log:
@@ -356,14 +366,9 @@ def log_episodes(writer, ended_episodes, history):
 
 
 def finish(args, agent, envs, eval_env, log, global_step=0, interrupted=False):
-    """Trained, Ctrl-C'd or --load-model (loaded here): last logs, save, evaluate, the dict."""
+    """The end of a run, trained, Ctrl-C'd or loaded: last logs, save, evaluate, the dict."""
     envs.close()
     device = next(agent.parameters()).device
-    if args.load_model:  # the weights (and statistics, where the Agent has them) of --save-model
-        try:
-            agent.load_state_dict(torch.load(args.load_model, map_location=device))
-        except Exception as error:  # missing, unreadable or not this Agent's weights
-            fail(f"cannot load --load-model {args.load_model}: {error}")
     sps = int(global_step / (time.time() - log.start_time))
     log.progress(global_step, end=global_step > 0 and not interrupted)
     if interrupted:

@@ -1648,10 +1648,11 @@ DIVIDER = (
 LESSON = ("layer_init", "RunningNorm", "Agent", "discounted_returns", "reinforce_loss", "vpg_loss")
 LESSON += ("compute_gae", "ppo_loss", "value_loss", "train")
 SUPPORT = ("set_up", "checked", "parse_args", "needs_flattening", "make_env", "make_eval_env")
-SUPPORT += ("find_spec", "evaluate", "Log", "log_episodes", "finish", "fail", "check_finite")
+SUPPORT += ("find_spec", "evaluate", "load_model", "Log", "log_episodes", "finish", "fail")
+SUPPORT += ("check_finite",)
 # The support code that is word for word the same in every script.
 SHARED = ("set_up", "checked", "find_spec", "needs_flattening", "Log", "log_episodes", "finish")
-SHARED += ("fail", "check_finite")
+SHARED += ("load_model", "fail", "check_finite")
 # Lines to the end of train(), and in all: what a reader pays for the lesson, and for the file.
 LINES = {"reinforce": 210, "vpg": 250, "ppo": 250, "ppo_gae": 300, "ppo_continuous": 340}
 
@@ -1744,9 +1745,11 @@ def test_tune_two_workers_at_once_share_one_study(tune_storage, tmp_path):
     for t in trials:
         by_worker.setdefault(t.user_attrs["worker_pid"], []).append(t.number)
     assert sorted(len(numbers) for numbers in by_worker.values()) == [2, 2]
-    for t in trials:  # the objective is the run's own evaluation: a CartPole return
+    for t in trials:  # the objective is the evaluation that the run itself printed
         (evaluation,) = t.user_attrs["evaluations"]
-        assert t.value == evaluation and 8 <= evaluation <= 500
+        (log,) = tmp_path.glob(f"out*/runs/shared/trial{t.number}_seed1/stdout.log")
+        said = re.search(r"evaluation over 1 episodes: ([\d.]+)", log.read_text()).group(1)
+        assert t.value == evaluation == pytest.approx(float(said), abs=0.05)
     assert "Best trial, as a command:" in outputs[0] + outputs[1]
     report = (tmp_path / "out1" / "shared.md").read_text()
     best = max(trials, key=lambda t: t.value)
@@ -1770,6 +1773,9 @@ def test_tune_kills_the_runs_of_a_pruned_trial(tune_storage, tmp_path):
     for pid in trial.user_attrs["pids"]:  # killed and reaped, not left running
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+    for log in (tmp_path / "runs" / "pruned").glob("trial0_seed*/stdout.log"):  # ... mid-run
+        assert "evaluation over" not in log.read_text()
+    assert len(list((tmp_path / "runs" / "pruned").glob("trial0_seed*/stdout.log"))) == 2
 
 
 def test_tune_retries_the_trial_of_a_worker_that_died(tmp_path):
