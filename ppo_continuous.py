@@ -23,8 +23,11 @@ Matters in On-Policy Reinforcement Learning?", arXiv:2006.05990.
 """
 
 import argparse
+import copy
 import importlib
+import os
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -146,15 +149,15 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
 
 def train(args):
     device, run_dir = set_up(args)  # seeds, device, run folder: the support code, below
-    envs = make_env(args.env_id, args.num_envs, args.gamma)
+    envs = make_env(args.env_id, args.num_envs, args.gamma, args.async_envs)
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(obs_dim, action_dim, log_std_init=args.log_std_init).to(device)
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    log = Log(args, run_dir)  # TensorBoard, the progress line, every episode's return
+    run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints; --resume: loads one
     if args.load_model:  # no training: evaluate (and film) a saved model
-        return finish(args, load_model(agent, args.load_model), envs, eval_env, log)
+        return finish(args, load_model(agent, args.load_model), envs, eval_env, run)
 
     # Rollout storage, time-major: (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
@@ -167,15 +170,15 @@ def train(args):
     truncations = torch.zeros(shape, device=device)
     valid = torch.zeros(shape, dtype=torch.bool, device=device)
 
-    global_step, interrupted = 0, False
+    global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     action_low = torch.as_tensor(envs.single_action_space.low, device=device)
     action_high = torch.as_tensor(envs.single_action_space.high, device=device)
-    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes
     next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
     next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
     try:
-        for iteration in range(1, num_iterations + 1):
+        for iteration in range(run.iteration + 1, num_iterations + 1):
             frac = 1 - (iteration - 1) / num_iterations  # 1 at the first update, 1/N at the last
             if args.anneal_lr:  # the learning rate decays linearly towards 0
                 optimizer.param_groups[0]["lr"] = args.learning_rate * frac
@@ -199,7 +202,7 @@ def train(args):
                 agent.obs_norm.update(next_obs)  # running statistics of the observations seen
                 next_obs = agent.obs_norm(next_obs)  # what the networks see, and what is stored
                 next_done = torch.as_tensor(terminated | truncated, device=device)
-                log.episodes(global_step, infos)  # the return of each episode that just ended
+                run.episodes(global_step, infos)  # the return of each episode that just ended
 
             # GAE needs V(s_{t+1}) for every step. After a step that ends an episode, s_{t+1} is
             # still that episode's final observation (the reset comes one step later).
@@ -236,7 +239,7 @@ def train(args):
                     )
                     # L = L_clip + c_V L_V - c_H H: one loss, one step for actor and critic
                     loss = policy_loss - ent_coef * entropy.mean() + args.vf_coef * v_loss
-                    check_finite(loss, iteration, log)
+                    check_finite(loss, iteration, run)
                     optimizer.zero_grad()
                     loss.backward()
                     nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
@@ -250,9 +253,9 @@ def train(args):
                     break  # the policy has moved far enough on this batch
 
             # What to watch: the losses, and explained_variance (1: V(s) predicts the returns).
-            log.update(
+            run.update(
+                iteration,
                 global_step,
-                optimizer,
                 policy_loss=policy_loss,
                 value_loss=v_loss,
                 entropy=entropy.mean(),
@@ -260,9 +263,9 @@ def train(args):
                 clipfrac=torch.stack(clipfracs).mean(),
                 explained_variance=1 - (b_returns - b_values).var() / b_returns.var(),
             )
-    except KeyboardInterrupt:  # Ctrl-C: stop cleanly, keep what was learned, skip evaluation
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: stop cleanly, keep what was learned
         interrupted = True
-    return finish(args, agent, envs, eval_env, log, global_step, interrupted)
+    return finish(args, agent, envs, eval_env, run, global_step, interrupted)
 
 
 # ======== End of the lesson. Below: support code (flags, envs, logs, checks); skip it. ========
@@ -319,6 +322,7 @@ def parse_args(argv=None):
     arg("--total-timesteps", type=positive_int, default=150_000, help="env steps to train for")
     arg("--num-envs", type=positive_int, default=16, help="envs played in parallel")
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
+    arg("--async-envs", action=on_off, default=False, help="step each env in its own process")
     arg("--learning-rate", type=positive_float, default=1e-3, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.9, help="discount factor")
     arg("--bootstrap-truncation", action=on_off, default=True, help="off shows the time-limit bug")
@@ -342,12 +346,37 @@ def parse_args(argv=None):
     arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
-    args = parser.parse_args(argv)
+    arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
+    arg("--resume", metavar="RUN_DIR", help="go on from RUN_DIR/checkpoint.pt; given flags win")
+    args = resumed(parser, argv, parser.parse_args(argv))  # --resume: the saved flags
     if (args.num_envs * args.num_steps) % args.num_minibatches:
         parser.error(
             f"a batch of --num-envs x --num-steps = {args.num_envs * args.num_steps} does not "
             f"split into --num-minibatches {args.num_minibatches}"
         )
+    return args
+
+
+def resumed(parser, argv, args):
+    """With --resume RUN_DIR: the flags saved in its checkpoint, replaced by those given again,
+    except those that would change the env, the network or the batch."""
+    if args.load_model and (args.resume or args.checkpoint_every):
+        fail("--load-model evaluates a saved model: it takes no --resume or --checkpoint-every")
+    if not args.resume:
+        return args
+    try:  # our own file, with RNG states and flags beside the tensors: weights_only=False
+        checkpoint = torch.load(
+            f"{args.resume}/checkpoint.pt", map_location="cpu", weights_only=False
+        )
+        saved = checkpoint["args"]
+    except Exception as error:  # no such folder or file, or not a checkpoint
+        fail(f"cannot --resume {args.resume}: {error}")
+    args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
+    for name in ("env_id", "num_envs", "num_steps"):
+        if getattr(args, name) != saved[name]:
+            flag = "--" + name.replace("_", "-")
+            fail(f"--resume: {flag} was {saved[name]} in {args.resume}; a resumed run keeps it")
+    args.run_dir = args.resume
     return args
 
 
@@ -381,15 +410,19 @@ def find_spec(env_id):
     return gym.spec(env_id.split(":")[-1])
 
 
-def make_env(env_id, num_envs, gamma):
+def make_env(env_id, num_envs, gamma, processes=False):
     """`num_envs` copies of the env, stepped together (the env's own vector version if it has
-    one, else sync), recording each episode's return. Gymnasium 1.x resets an env on the step
-    AFTER its episode ends (action ignored, reward 0): train() keeps that out of the loss.
+    one, else sync; with `processes`, one process each), recording each episode's return.
+    Gymnasium 1.x resets an env on the step AFTER its episode ends (action ignored, reward 0):
+    train() keeps that out of the loss.
     Then rewards are divided by the running std of the discounted return, and clipped."""
     try:
         # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
         max_steps = find_spec(env_id).max_episode_steps or 1000
-        envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
+        if processes:
+            envs = env_processes(env_id, num_envs, max_steps)
+        else:
+            envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
     except (gym.error.Error, ImportError) as error:  # unknown id or module, no MuJoCo, ...
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
@@ -403,6 +436,49 @@ def make_env(env_id, num_envs, gamma):
     envs = gym.wrappers.vector.NormalizeReward(envs, gamma=gamma)
     envs = gym.wrappers.vector.ClipReward(envs, -10.0, 10.0)
     return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
+
+
+def env_processes(env_id, num_envs, max_steps):
+    """--async-envs: gymnasium's AsyncVectorEnv, each env stepped in a process of its own.
+    Ctrl-C reaches every process of the terminal: the env processes ignore it, and this one
+    closes them. An env process that fails or dies gives one line and exit status 1."""
+    default = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the new processes inherit
+    try:
+        envs = gym.make_vec(
+            env_id, num_envs=num_envs, vectorization_mode="async", max_episode_steps=max_steps
+        )
+    finally:
+        signal.signal(signal.SIGINT, default)
+    return OneLineErrors(envs)
+
+
+class OneLineErrors(gym.vector.VectorWrapper):
+    """Env processes that fail or die: one line and exit 1, not a traceback from each."""
+
+    def reset(self, **kwargs):
+        return self.quietly(self.env.reset, **kwargs)
+
+    def step(self, actions):
+        return self.quietly(self.env.step, actions)
+
+    def quietly(self, function, *args, **kwargs):
+        level, gym.logger.min_level = gym.logger.min_level, gym.logger.ERROR + 1  # silent
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:  # raised in an env's process, or its pipe broke: it died
+            self.close()
+            message = f"an env process failed: {type(error).__name__}: {error or 'it ended'}"
+            sys.exit(f"{SCRIPT}: error: {' '.join(message.split())}")
+        finally:
+            gym.logger.min_level = level
+
+    def close(self, **kwargs):
+        """End the env processes now: a stop may come in the middle of a step, or find them
+        dead (SIGTERM to the whole group)."""
+        for process in self.env.processes:
+            process.terminate()
+            process.join()
+        self.env.closed = True
 
 
 def make_eval_env(env_id, video_dir=None):
@@ -451,44 +527,130 @@ def load_model(agent, path):
     return agent
 
 
-class Log:
-    """TensorBoard (CleanRL's tags), a progress line every 2 s, each episode's (step, return)."""
+class Run:
+    """TensorBoard (CleanRL's tags), a progress line every 2 s, each episode's (step, return);
+    checkpoints every --checkpoint-every steps, --resume from one, SIGTERM stopping like Ctrl-C."""
 
-    def __init__(self, args, run_dir):
-        self.run_dir, self.total_timesteps = run_dir, args.total_timesteps
-        self.writer = SummaryWriter(run_dir)
+    def __init__(self, args, run_dir, agent, optimizer, envs):
+        self.args, self.run_dir, self.agent, self.optimizer = args, run_dir, agent, optimizer
+        self.envs, self.checkpoint = envs, f"{run_dir}/checkpoint.pt"
+        self.iteration = self.global_step = 0
+        self.episode_returns, self.ended_episodes = [], []
+        if args.resume:  # weights, optimizer, statistics, counters, RNGs and episodes go on
+            self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=False))
+        self.printed_step = self.global_step
+        # After a --resume, TensorBoard drops what the stopped run logged past its checkpoint.
+        purge_step = self.global_step + 1 if args.resume else None
+        self.writer = SummaryWriter(run_dir, purge_step=purge_step)
         table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-        self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
-        print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}")
-        self.episode_returns, self.ended_episodes, self.printed_step = [], [], None
-        self.start_time = self.last_print = time.time()
+        self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table, self.global_step)
+        resumed = f", going on from step {self.global_step}" if args.resume else ""
+        print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}{resumed}")
+        self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
+        self.snapshot = self.state() if args.checkpoint_every else None
+        self.signal, self.training = None, True
+        self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
+        self.start_time, self.start_step = time.time(), self.global_step
+        self.last_print = self.start_time
 
     def episodes(self, global_step, infos):
         """Note which envs ended an episode at this step, and its return and length."""
         if "_episode" in infos:  # written once per rollout, by update()
             self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
 
-    def update(self, global_step, optimizer, **losses):
-        """After each update: learning rate, SPS, losses/NAME of each loss, then progress()."""
-        sps = int(global_step / (time.time() - self.start_time))
-        self.writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
-        self.writer.add_scalar("charts/SPS", sps, global_step)
+    def update(self, iteration, global_step, **losses):
+        """After each update: learning rate, SPS, losses/NAME, progress(); checkpoint if due."""
+        self.iteration, self.global_step = iteration, global_step
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.writer.add_scalar("charts/learning_rate", lr, global_step)
+        self.writer.add_scalar("charts/SPS", self.sps(global_step), global_step)
         for name, value in losses.items():
             self.writer.add_scalar(f"losses/{name}", value.item(), global_step)
         self.progress(global_step)
+        if self.args.checkpoint_every:
+            self.snapshot = self.state()  # what a stop before the next update saves
+            if global_step - (self.saved_step or 0) >= self.args.checkpoint_every:
+                self.save()
+
+    def sps(self, global_step):
+        """Env steps per second, of this process (not those before a --resume)."""
+        return int((global_step - self.start_step) / (time.time() - self.start_time))
 
     def progress(self, global_step, end=False):
         """The episodes that ended since the last call; progress every 2 s and at the end."""
         log_episodes(self.writer, self.ended_episodes, self.episode_returns)
-        self.ended_episodes, sps = [], int(global_step / (time.time() - self.start_time))
+        self.ended_episodes, sps = [], self.sps(global_step)
         if time.time() - self.last_print > 2 or (end and self.printed_step != global_step):
             self.last_print, self.printed_step = time.time(), global_step
             recent = np.mean([r for _, r in self.episode_returns[-20:]] or [np.nan])
-            left = max(0, self.total_timesteps - global_step) / max(sps, 1)
+            left = max(0, self.args.total_timesteps - global_step) / max(sps, 1)
             print(
-                f"step {global_step:>8}/{self.total_timesteps} | SPS {sps:>5} | "
+                f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5} | "
                 f"{left:4.0f}s left | return (last 20 episodes) {recent:6.1f}"
             )
+
+    def reward_normalizers(self):
+        """The NormalizeReward wrappers around the envs (ppo_continuous.py has one)."""
+        envs, found = self.envs, []
+        while envs is not None:
+            found += [envs] if hasattr(envs, "return_rms") else []
+            envs = getattr(envs, "env", None)
+        return found
+
+    def state(self):
+        """All that --resume needs, copied: as of the last update, whenever a stop comes."""
+        rng = random.getstate(), np.random.get_state(), torch.get_rng_state()
+        rng += (torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],)
+        agent, optimizer = copy.deepcopy((self.agent.state_dict(), self.optimizer.state_dict()))
+        return dict(
+            agent=agent,
+            optimizer=optimizer,
+            return_rms=[copy.deepcopy(w.return_rms) for w in self.reward_normalizers()],
+            iteration=self.iteration,
+            global_step=self.global_step,
+            episode_returns=list(self.episode_returns),
+            rng=rng,
+            args=dict(vars(self.args)),
+        )
+
+    def restore(self, checkpoint):
+        """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
+        self.agent.load_state_dict(checkpoint["agent"])
+        self.optimizer.load_state_dict(checkpoint["optimizer"])
+        for wrapper, rms in zip(self.reward_normalizers(), checkpoint["return_rms"], strict=True):
+            wrapper.return_rms = rms
+        self.iteration, self.global_step = checkpoint["iteration"], checkpoint["global_step"]
+        self.episode_returns = checkpoint["episode_returns"]
+        python_rng, numpy_rng, torch_rng, cuda_rngs = checkpoint["rng"]
+        random.setstate(python_rng)
+        np.random.set_state(numpy_rng)
+        torch.set_rng_state(torch_rng)
+        if cuda_rngs and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(cuda_rngs)
+
+    def save(self):
+        """checkpoint.pt <- the snapshot, written beside it and renamed over it: a kill at any
+        moment leaves the last checkpoint whole."""
+        torch.save(self.snapshot, f"{self.checkpoint}.tmp")
+        os.replace(f"{self.checkpoint}.tmp", self.checkpoint)
+        self.saved_step = self.snapshot["global_step"]
+        self.writer.flush()  # after a kill, the curves reach the checkpoint at least
+
+    def stop(self, signum, frame):
+        """SIGTERM (Slurm, docker stop): stop like Ctrl-C; finish() exits with 128 + 15."""
+        self.signal = signum
+        if self.training:  # in finish(), the run ends as it would have, then exits
+            raise KeyboardInterrupt
+
+    def stopped(self, global_step):
+        """The line that says what stopped the run, and how to go on."""
+        how = f"stopped by {'SIGTERM' if self.signal else 'Ctrl-C'} at step {global_step}"
+        if not self.args.checkpoint_every:
+            return f"{SCRIPT}: {how}; no checkpoint to resume from (--checkpoint-every is 0)"
+        go_on = f"python {SCRIPT} --resume {self.run_dir}"
+        return (
+            f"{SCRIPT}: {how}; checkpoint of step {self.saved_step} in {self.checkpoint}; {go_on}"
+        )
 
 
 def log_episodes(writer, ended_episodes, history):
@@ -512,28 +674,34 @@ def log_episodes(writer, ended_episodes, history):
         writer.add_scalar("charts/episodes", len(returns), steps[-1])
 
 
-def finish(args, agent, envs, eval_env, log, global_step=0, interrupted=False):
-    """The end of a run, trained, Ctrl-C'd or loaded: last logs, save, evaluate, the dict."""
+def finish(args, agent, envs, eval_env, run, global_step=0, interrupted=False):
+    """The end of a run, trained, stopped or loaded: last logs, checkpoint, save, evaluation."""
+    run.training = False  # a SIGTERM from now on lets the run end, then exits with 143
     envs.close()
     device = next(agent.parameters()).device
-    sps = int(global_step / (time.time() - log.start_time))
-    log.progress(global_step, end=global_step > 0 and not interrupted)
+    sps = run.sps(global_step)
+    run.progress(global_step, end=global_step > 0 and not interrupted)
+    if run.snapshot is not None and run.snapshot["global_step"] != run.saved_step:
+        run.save()  # the last update's state; a finished run can go on with more steps, too
     if interrupted:
-        print(f"{SCRIPT}: interrupted at step {global_step}; stopping cleanly")
+        print(run.stopped(global_step))
     if args.save_model:
-        torch.save(agent.state_dict(), f"{log.run_dir}/{Path(SCRIPT).stem}.pt")
-        print(f"saved the weights to {log.run_dir}/{Path(SCRIPT).stem}.pt")
+        torch.save(agent.state_dict(), f"{run.run_dir}/{Path(SCRIPT).stem}.pt")
+        print(f"saved the weights to {run.run_dir}/{Path(SCRIPT).stem}.pt")
     episodes = 0 if interrupted else args.eval_episodes
     eval_returns = evaluate(agent, eval_env, episodes, args.seed + 10_000, device)
     for episode, episode_return in enumerate(eval_returns):
-        log.writer.add_scalar("eval/episodic_return", episode_return, episode)
+        run.writer.add_scalar("eval/episodic_return", episode_return, episode)
     if eval_returns:
         mean, std = np.mean(eval_returns), np.std(eval_returns)
         print(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
     eval_env.close()
-    log.writer.close()
-    result = dict(agent=agent, episode_returns=log.episode_returns, global_step=global_step)
-    return result | dict(sps=sps, eval_returns=eval_returns, run_dir=log.run_dir)
+    run.writer.close()
+    signal.signal(signal.SIGTERM, run.default_sigterm)
+    if run.signal:  # the conventional status: 128 + the signal's number, 143 for SIGTERM
+        sys.exit(128 + run.signal)
+    result = dict(agent=agent, episode_returns=run.episode_returns, global_step=global_step)
+    return result | dict(sps=sps, eval_returns=eval_returns, run_dir=run.run_dir)
 
 
 def fail(message):
@@ -542,10 +710,10 @@ def fail(message):
     sys.exit(2)
 
 
-def check_finite(loss, iteration, log):
+def check_finite(loss, iteration, run):
     """Stop on a NaN or inf loss before it reaches the weights, naming the iteration."""
     if not torch.isfinite(loss):
-        log.writer.close()
+        run.writer.close()
         message = f"loss is {loss.item()} at iteration {iteration}; try a smaller --learning-rate"
         sys.exit(f"{SCRIPT}: error: {message}")
 

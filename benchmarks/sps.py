@@ -72,9 +72,9 @@ def parse_args(argv=None):
 def timed(module, flags, cuda=False):
     """Seconds of rollout and of update for each iteration after the first, of a run of
     `module` with `flags` in this process: a rollout ends where GAE starts (compute_gae), an
-    update where its log starts (Log.update)."""
+    update where its log starts (Run.update)."""
     marks = []  # (what, time) at the end of each rollout and of each update
-    compute_gae, log_update = module.compute_gae, module.Log.update
+    compute_gae, log_update = module.compute_gae, module.Run.update
 
     def mark(what):
         if cuda:
@@ -89,12 +89,12 @@ def timed(module, flags, cuda=False):
         mark("update")
         return log_update(*a, **k)
 
-    module.compute_gae, module.Log.update = end_of_rollout, end_of_update
+    module.compute_gae, module.Run.update = end_of_rollout, end_of_update
     try:
         with tempfile.TemporaryDirectory() as run_dir:
             module.train(module.parse_args([*flags, "--eval-episodes", "0", "--run-dir", run_dir]))
     finally:
-        module.compute_gae, module.Log.update = compute_gae, log_update
+        module.compute_gae, module.Run.update = compute_gae, log_update
     times = [t for _, t in marks]
     rollouts = [b - a for a, b in zip(times[1::2], times[2::2], strict=False)]
     updates = [b - a for a, b in zip(times[2::2], times[3::2], strict=False)]
