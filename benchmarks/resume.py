@@ -4,8 +4,8 @@ script's defaults: once never stopped, once sent SIGTERM as soon as a checkpoint
 --total-timesteps or later is on disk, then `--resume`d to the end. The score of a run is its
 final greedy evaluation (the mean of its --eval-episodes episodes), solved at the threshold.
 
-    python benchmarks/resume.py --scripts ppo_gae.py ppo_continuous.py --seeds 1 2 3 4 5 \\
-        --out benchmarks/results/resume
+    python benchmarks/resume.py --scripts reinforce.py vpg.py ppo.py ppo_gae.py ppo_continuous.py \\
+        --seeds 1 2 3 4 5 --out benchmarks/results/resume
 """
 
 import argparse
