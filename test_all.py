@@ -2044,7 +2044,20 @@ def test_tune_two_workers_at_once_share_one_study(tune_storage, tmp_path):
         said = re.search(r"evaluation over 1 episodes: ([\d.]+)", log.read_text()).group(1)
         assert t.value == evaluation == pytest.approx(float(said), abs=0.05)
     assert "Best trial, as a command:" in outputs[0] + outputs[1]
-    report = (tmp_path / "out1" / "shared.md").read_text()
+    # Each worker's report saw the trials done when it ended; --report, after both, sees all.
+    final = tune_cli(
+        "--study-name",
+        "shared",
+        "--storage",
+        tune_storage,
+        "--report",
+        "--out",
+        str(tmp_path / "final"),
+        cwd=tmp_path,
+    )
+    said = final.communicate(timeout=120)[0]
+    assert final.returncode == 0, said
+    report = (tmp_path / "final" / "shared.md").read_text()
     best = max(trials, key=lambda t: t.value)
     assert f"python ppo_gae.py --env-id CartPole-v1 {best.user_attrs['flags']}" in report
 
