@@ -24,7 +24,6 @@ arXiv:1707.06347.
 import argparse
 import copy
 import importlib
-import os
 import random
 import signal
 import sys
@@ -105,7 +104,7 @@ def train(args):
     # One Adam for both networks: a policy step only has gradients in the actor and a
     # value step only in the critic, and Adam skips parameters that have none.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints; --resume: loads one
+    run = Run(args, run_dir, agent, optimizer, envs)  # logs and checkpoints; --resume loads one
     if args.load_model:  # no training: evaluate (and film) a saved model
         return finish(args, load_model(agent, args.load_model), envs, eval_env, run)
 
@@ -122,7 +121,7 @@ def train(args):
 
     global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
-    next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes
+    next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
     next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
     try:
@@ -542,7 +541,7 @@ class Run:
         """checkpoint.pt <- the snapshot, written beside it and renamed over it: a kill at any
         moment leaves the last checkpoint whole."""
         torch.save(self.snapshot, f"{self.checkpoint}.tmp")
-        os.replace(f"{self.checkpoint}.tmp", self.checkpoint)
+        Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
         self.saved_step = self.snapshot["global_step"]
         self.writer.flush()  # after a kill, the curves reach the checkpoint at least
 

@@ -1,20 +1,17 @@
 # SPDX-License-Identifier: MIT
-"""PPO for continuous actions: a diagonal Gaussian policy, with normalized inputs.
-
-ppo_gae.py with the changes that Box actions need:
+"""PPO for continuous actions: ppo_gae.py with a diagonal Gaussian policy, normalized inputs.
 
     pi_theta(a|s) = N(a; mu_theta(s), diag(sigma^2)),  log sigma a learned vector (no s)
     log pi(a|s) = sum_i [ -(a_i - mu_i)^2 / (2 sigma_i^2) - log sigma_i - log(2 pi) / 2 ]
     entropy     = sum_i [ log sigma_i + (1 + log(2 pi)) / 2 ]
 
 The sampled action a is what the loss scores; the env gets a clipped to its bounds.
-Observations are normalized by running mean and variance (then clipped to +-10); the
-statistics live in the Agent, so --save-model keeps them and evaluation uses them frozen.
-Rewards are divided by the running std of the discounted return (then clipped to +-10),
-which keeps the value targets on one scale whatever the env's reward units.
+Observations are normalized by running mean and variance, then clipped to +-10 (the
+statistics live in the Agent: --save-model keeps them, evaluation freezes them). Rewards are
+divided by the running std of the discounted return, then clipped to +-10: the value
+targets keep one scale whatever the env's reward units.
 
-Papers: Schulman et al. (2017), arXiv:1707.06347; Andrychowicz et al. (2021), "What
-Matters in On-Policy Reinforcement Learning?", arXiv:2006.05990.
+Papers: Schulman et al. (2017), arXiv:1707.06347; Andrychowicz et al. (2021), arXiv:2006.05990.
 
     python ppo_continuous.py                              # Pendulum-v1
     python ppo_continuous.py --env-id HalfCheetah-v5 --total-timesteps 1000000 --num-envs 8 \
@@ -25,7 +22,6 @@ Matters in On-Policy Reinforcement Learning?", arXiv:2006.05990.
 import argparse
 import copy
 import importlib
-import os
 import random
 import signal
 import sys
@@ -155,7 +151,7 @@ def train(args):
     agent = Agent(obs_dim, action_dim, log_std_init=args.log_std_init).to(device)
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints; --resume: loads one
+    run = Run(args, run_dir, agent, optimizer, envs)  # logs and checkpoints; --resume loads one
     if args.load_model:  # no training: evaluate (and film) a saved model
         return finish(args, load_model(agent, args.load_model), envs, eval_env, run)
 
@@ -174,7 +170,7 @@ def train(args):
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     action_low = torch.as_tensor(envs.single_action_space.low, device=device)
     action_high = torch.as_tensor(envs.single_action_space.high, device=device)
-    next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes
+    next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
     next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
     next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
     try:
@@ -632,7 +628,7 @@ class Run:
         """checkpoint.pt <- the snapshot, written beside it and renamed over it: a kill at any
         moment leaves the last checkpoint whole."""
         torch.save(self.snapshot, f"{self.checkpoint}.tmp")
-        os.replace(f"{self.checkpoint}.tmp", self.checkpoint)
+        Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
         self.saved_step = self.snapshot["global_step"]
         self.writer.flush()  # after a kill, the curves reach the checkpoint at least
 

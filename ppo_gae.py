@@ -25,7 +25,6 @@ Advantage Estimation", arXiv:1506.02438; Schulman et al. (2017), arXiv:1707.0634
 import argparse
 import copy
 import importlib
-import os
 import random
 import signal
 import sys
@@ -125,7 +124,7 @@ def train(args):
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints; --resume: loads one
+    run = Run(args, run_dir, agent, optimizer, envs)  # logs and checkpoints; --resume loads one
     if args.load_model:  # no training: evaluate (and film) a saved model
         return finish(args, load_model(agent, args.load_model), envs, eval_env, run)
 
@@ -142,7 +141,7 @@ def train(args):
 
     global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
-    next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes
+    next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
     next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
     try:
@@ -593,7 +592,7 @@ class Run:
         """checkpoint.pt <- the snapshot, written beside it and renamed over it: a kill at any
         moment leaves the last checkpoint whole."""
         torch.save(self.snapshot, f"{self.checkpoint}.tmp")
-        os.replace(f"{self.checkpoint}.tmp", self.checkpoint)
+        Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
         self.saved_step = self.snapshot["global_step"]
         self.writer.flush()  # after a kill, the curves reach the checkpoint at least
 

@@ -22,7 +22,6 @@ connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 
 import argparse
 import copy
 import importlib
-import os
 import random
 import signal
 import sys
@@ -84,12 +83,12 @@ def train(args):
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints; --resume: loads one
+    run = Run(args, run_dir, agent, optimizer, envs)  # logs and checkpoints; --resume loads one
     if args.load_model:  # no training: evaluate (and film) a saved model
         return finish(args, load_model(agent, args.load_model), envs, eval_env, run)
 
-    global_step, iteration, interrupted = run.global_step, run.iteration, False  # or --resume's
-    seed = args.seed + global_step  # of the first reset only; resumed: new episodes
+    global_step, iteration, interrupted = run.global_step, run.iteration, False  # 0, or --resume's
+    seed = args.seed + global_step  # of the first reset; resumed: new episodes, not old
     try:
         while iteration == 0 or global_step < args.total_timesteps:
             iteration += 1
@@ -487,7 +486,7 @@ class Run:
         """checkpoint.pt <- the snapshot, written beside it and renamed over it: a kill at any
         moment leaves the last checkpoint whole."""
         torch.save(self.snapshot, f"{self.checkpoint}.tmp")
-        os.replace(f"{self.checkpoint}.tmp", self.checkpoint)
+        Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
         self.saved_step = self.snapshot["global_step"]
         self.writer.flush()  # after a kill, the curves reach the checkpoint at least
 
