@@ -17,6 +17,9 @@ Layout, one section per kind of check:
   9. CartPoleTorch-v1 (benchmarks/cartpole_torch.py) against gymnasium's CartPole; the episode log;
  10. the shape of a script: the lesson first, one divider, the same support code in each;
  11. benchmarks/tune.py: two workers on one study (a journal file, a real PostgreSQL), pruning.
+ 12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
+ 13. --async-envs: each env in a process of its own, its failures in one line;
+ 14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -2146,3 +2149,61 @@ def test_tune_bad_input_is_one_line_and_status_2(argv, says, tmp_path, monkeypat
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("tune.py: error:") and says in err, err
     assert "secret" not in err
+
+
+# ----------------------------------------------------------------------------------------------
+# 14. benchmarks/mujoco_suite.py: the suite's table; run.py --append adds seeds to a folder
+# ----------------------------------------------------------------------------------------------
+
+
+def test_mujoco_suite_table_scores_each_seeds_final_evaluation(tmp_path, monkeypatch):
+    import json
+
+    from benchmarks import mujoco_suite
+
+    monkeypatch.setattr(mujoco_suite, "RESULTS", tmp_path)
+    runs = {  # env folder: {seed: final evaluation episodes}
+        "hopper": {1: [2000, 3000], 2: [3500, 3500], 3: [1000, 1000]},  # 2500, 3500, 1000
+        "reacher": {1: [-4.0, -4.2], 2: [-3.0, -3.2]},  # -4.1 (equal: at), -3.1
+    }
+    for name, seeds in runs.items():
+        (tmp_path / name).mkdir()
+        raw = [{"seed": s, "eval_returns": returns} for s, returns in seeds.items()]
+        (tmp_path / name / "raw.json").write_text(json.dumps({"runs": raw}))
+    mujoco_suite.table()
+    rows = {
+        line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+        for line in (tmp_path / "mujoco_suite.md").read_text().splitlines()
+        if line.startswith("| ") and "-v5" in line
+    }
+    # Hopper: mean 7000/3 = 2333, population std 1027 (by hand), below 2609; one seed above
+    assert rows["[Hopper-v5](hopper/table.md)"][:4] == ["3", "2333 ± 1027", "1/3", "2609"]
+    assert rows["[Hopper-v5](hopper/table.md)"][-1] == "2500, 3500, 1000"
+    # Reacher: mean -3.6 >= -4.1 is bold; a seed equal to the figure counts as at it
+    assert rows["[Reacher-v5](reacher/table.md)"][:4] == ["2", "**-3.60 ± 0.50**", "2/2", "-4.1"]
+    assert rows["Ant-v5"][:2] == ["0", "not run"]
+
+
+def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):
+    import json
+
+    def bench(*argv):
+        cmd = [sys.executable, str(Path(__file__).parent / "benchmarks" / "run.py")]
+        cmd += ["--scripts", "ppo_gae.py", "--env-id", "CartPole-v1", "--threshold", "10"]
+        cmd += ["--total-timesteps", "512", "--out", str(tmp_path), *argv]
+        return subprocess.run(cmd, cwd=Path(__file__).parent, capture_output=True, text=True)
+
+    assert bench("--seeds", "1", "--extra", "--eval-episodes 1").returncode == 0
+    first = json.loads((tmp_path / "raw.json").read_text())["runs"]
+    added = bench("--seeds", "1", "2", "--extra", "--eval-episodes 1", "--append")
+    assert added.returncode == 0, added.stderr
+    assert "[1/1] ppo_gae.py seed 2" in added.stdout  # seed 1 is not run again
+    raw = json.loads((tmp_path / "raw.json").read_text())
+    assert raw["seeds"] == [1, 2] and [r["seed"] for r in raw["runs"]] == [1, 2]
+    assert raw["runs"][0]["episodes"] == first[0]["episodes"]
+    assert raw["runs"][0]["wall_s"] == first[0]["wall_s"]
+    assert len(raw["runs"][1]["eval_returns"]) == 1
+    other = bench("--seeds", "3", "--extra", "--eval-episodes 2", "--append")  # other flags
+    assert other.returncode == 1 and other.stdout == ""
+    assert other.stderr.startswith("run.py: error: --append:") and other.stderr.count("\n") == 1
+    assert [r["seed"] for r in json.loads((tmp_path / "raw.json").read_text())["runs"]] == [1, 2]

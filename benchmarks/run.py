@@ -89,6 +89,12 @@ def parse_args(argv=None):
     p.add_argument("--jobs", type=int, default=1, help="parallel runs (timings fair only at 1)")
     p.add_argument("--python", default=sys.executable, help="interpreter for the scripts")
     p.add_argument("--replot", action="store_true", help="redo table and plots from raw.json")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the runs already in OUT/raw.json and run only the script-seed pairs it lacks "
+        "(the same --env-id, --total-timesteps and --extra), e.g. to add seeds",
+    )
     args = p.parse_args(argv)
     if not args.replot and (not (args.scripts or args.variant) or args.threshold is None):
         p.error("--scripts or --variant, and --threshold, are required unless --replot")
@@ -364,6 +370,21 @@ def report(raw, out):
     print(f"wrote {out / 'raw.json'}, {out / 'table.md'}, {out / 'curves.png'}")
 
 
+def appended_to(args, out):
+    """--append: the runs of OUT/raw.json, if it exists and was made with the same settings."""
+    path = out / "raw.json"
+    if not path.exists():
+        return []
+    raw = json.loads(path.read_text())
+    same = (raw["env_id"], raw["total_timesteps"], raw["extra"].split())
+    if same != (args.env_id, args.total_timesteps, args.extra.split()):
+        sys.exit(
+            f"run.py: error: --append: {path} was made with other --env-id, --total-timesteps "
+            f"or --extra ({raw['env_id']}, {raw['total_timesteps']}, {raw['extra'].strip()!r})"
+        )
+    return raw["runs"]
+
+
 def main(args):
     out = Path(args.out)
     if args.replot:
@@ -386,8 +407,11 @@ def main(args):
         names = (label, script, Path(script).name)
         return next((own_seeds[n] for n in names if n in own_seeds), args.seeds)
 
+    kept = appended_to(args, out) if args.append else []
+    done = {(r["script"], r["seed"]) for r in kept}
     everyone = sorted({seed for label, script, _ in series for seed in seeds_of(label, script)})
     order = [(s, seed) for seed in everyone for s in series if seed in seeds_of(*s[:2])]
+    order = [(s, seed) for s, seed in order if (s[0], seed) not in done]
 
     def job(i_item):
         i, ((label, script, flags), seed) = i_item
@@ -409,6 +433,8 @@ def main(args):
 
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = list(pool.map(job, enumerate(order)))
+    labels += [label for label in dict.fromkeys(r["script"] for r in kept) if label not in labels]
+    runs = sorted(kept + runs, key=lambda r: (r["seed"], labels.index(r["script"])))
     raw = {
         "env_id": args.env_id,
         "threshold": args.threshold,
@@ -416,7 +442,7 @@ def main(args):
         "variants": {label: [script, flags] for label, script, flags in args.variant},
         "title": args.title,
         "panels": args.panels,
-        "seeds": args.seeds,
+        "seeds": sorted({r["seed"] for r in runs} | set(args.seeds)),
         "script_seeds": args.script_seeds,
         "baseline": baseline,
         "total_timesteps": args.total_timesteps,
