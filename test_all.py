@@ -1967,14 +1967,20 @@ def test_ctrl_c_stops_async_envs_and_their_processes(tmp_path):
     argv = (*env_argv(script), *FOREVER, "--async-envs", "--num-envs", "4")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, str(script.path), "--run-dir", str(run_dir), *argv]
-    proc = subprocess.Popen(
-        command,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    # A job started with & by a non-interactive shell (CI runners can be) ignores SIGINT, and
+    # so would the script: it inherits SIG_IGN. A handler here becomes SIG_DFL in the child.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     wait_for_checkpoint(proc, run_dir / "checkpoint.pt", extra_seconds=0.5)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
