@@ -60,7 +60,7 @@ def run(args):
         cmd += ["--extra", f" {R} {flags}".rstrip(), "--out", str(folder(env_id)), "--append"]
         print("+", shlex.join(cmd), flush=True)
         subprocess.run(cmd, check=True, cwd=HERE.parent)
-    table(args)
+    table()
 
 
 def evaluations(env_id):
@@ -72,8 +72,8 @@ def evaluations(env_id):
     return {r["seed"]: float(np.mean(r["eval_returns"])) for r in raw["runs"] if r["eval_returns"]}
 
 
-def table(args=None):
-    digits = {"Reacher-v5": 2}  # its returns are a few units
+def table():
+    decimals = {"Reacher-v5": 2}  # its returns are a few units, the others thousands
     lines = [
         "ppo_continuous.py, 1M steps, recipe R (Swimmer: R + `" + SWIMMER + "`). Ours: each "
         "seed's final greedy evaluation (10 episodes), and their mean ± std over the seeds. "
@@ -89,7 +89,7 @@ def table(args=None):
         if not evals:
             lines.append(f"| {env_id} | 0 | not run | | {best} | {source} | |")
             continue
-        d = digits.get(env_id, 0)
+        d = decimals.get(env_id, 0)
         values = np.array([evals[s] for s in sorted(evals)])
         mean = f"{values.mean():.{d}f} ± {values.std():.{d}f}"
         mean = f"**{mean}**" if values.mean() >= best else mean
@@ -128,4 +128,7 @@ def parse_args(argv=None):
 
 if __name__ == "__main__":
     args = parse_args()
-    run(args) if args.command == "run" else table(args)
+    if args.command == "run":
+        run(args)
+    else:
+        table()
