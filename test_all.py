@@ -2210,6 +2210,21 @@ def test_mujoco_suite_table_scores_each_seeds_final_evaluation(tmp_path, monkeyp
     assert rows["Ant-v5"][:2] == ["0", "not run"]
 
 
+@pytest.mark.skipif(not installed("mujoco"), reason='needs pip install "gymnasium[mujoco]"')
+def test_antdiag_envs_each_drop_one_change_of_ant_v5():
+    from benchmarks import antdiag  # noqa: F401  (registers the two envs)
+
+    envs = [gym.make(i) for i in ("Ant-v5", "AntNoContactObs-v5", "AntNoContactCost-v5")]
+    ant, no_obs, no_cost = [env.reset(seed=3)[0] for env in envs]
+    actions = np.random.default_rng(0).uniform(-1.0, 1.0, (50, 8))
+    for action in actions:  # same seed, same actions: the same ant in all three
+        assert np.array_equal(ant[:27], no_obs) and np.array_equal(ant, no_cost)
+        (ant, r, *_, info), (no_obs, *_), (no_cost, r_no_cost, *_) = (e.step(action) for e in envs)
+        assert r_no_cost == pytest.approx(r - info["reward_contact"], abs=1e-12)
+    assert ant.shape == (105,) and no_obs.shape == (27,)
+    assert envs[0].unwrapped._contact_cost_weight == 5e-4  # v5's default, which the cost uses
+
+
 def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):
     import json
 
