@@ -9,7 +9,8 @@ The sampled action a is what the loss scores; the env gets a clipped to its boun
 Observations are normalized by running mean and variance, then clipped to +-10 (the
 statistics live in the Agent: --save-model keeps them, evaluation freezes them). Rewards are
 divided by the running std of the discounted return, then clipped to +-10: the value
-targets keep one scale whatever the env's reward units.
+targets keep one scale whatever the env's reward units. The critic may be wider than the
+actor (--critic-hidden): Andrychowicz et al. found the value network gains from width.
 
 Papers: Schulman et al. (2017), arXiv:1707.06347; Andrychowicz et al. (2021), arXiv:2006.05990.
 
@@ -68,9 +69,9 @@ class RunningNorm(nn.Module):
 
 class Agent(nn.Module):
     """Actor: normalized observation -> mean of a Gaussian, with a learned log-std vector.
-    Critic: normalized observation -> V(s). No shared weights."""
+    Critic: normalized observation -> V(s). No shared weights, and each its own width."""
 
-    def __init__(self, obs_dim, action_dim, hidden=64, log_std_init=0.0):
+    def __init__(self, obs_dim, action_dim, hidden=64, log_std_init=0.0, critic_hidden=64):
         super().__init__()
         self.obs_norm = RunningNorm(obs_dim)
         self.actor_mean = nn.Sequential(
@@ -83,11 +84,11 @@ class Agent(nn.Module):
         # log sigma: learned, one per action dimension, the same in every state
         self.actor_logstd = nn.Parameter(torch.full((action_dim,), log_std_init))
         self.critic = nn.Sequential(
-            layer_init(nn.Linear(obs_dim, hidden)),
+            layer_init(nn.Linear(obs_dim, critic_hidden)),
             nn.Tanh(),
-            layer_init(nn.Linear(hidden, hidden)),
+            layer_init(nn.Linear(critic_hidden, critic_hidden)),
             nn.Tanh(),
-            layer_init(nn.Linear(hidden, 1), std=1.0),
+            layer_init(nn.Linear(critic_hidden, 1), std=1.0),
         )
 
     def get_value(self, x):
@@ -148,7 +149,7 @@ def train(args):
     envs = make_env(args.env_id, args.num_envs, args.gamma, args.async_envs)
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
-    agent = Agent(obs_dim, action_dim, log_std_init=args.log_std_init).to(device)
+    agent = Agent(obs_dim, action_dim, 64, args.log_std_init, args.critic_hidden).to(device)
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     run = Run(args, run_dir, agent, optimizer, envs)  # logs and checkpoints; --resume loads one
@@ -330,6 +331,7 @@ def parse_args(argv=None):
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--clip-vloss", action=on_off, default=False, help="clip V around its old values too")
     arg("--log-std-init", type=float, default=0.0, help="log sigma of the policy at the start")
+    arg("--critic-hidden", type=positive_int, default=64, help="units in each critic layer")
     arg("--ent-coef", type=nonnegative_float, default=0.0, help="weight c_H of the entropy bonus")
     arg("--anneal-ent", action=on_off, default=False, help="decay c_H linearly to 0 as well")
     arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")

@@ -761,6 +761,26 @@ def test_log_std_init_sets_the_starting_sigma(tmp_path):
     torch.testing.assert_close(result["agent"].actor_logstd.detach(), torch.tensor([-0.5]))
 
 
+def test_critic_hidden_widens_the_critic_alone(tmp_path, capsys):
+    def widths(net):
+        return [layer.out_features for layer in net if isinstance(layer, torch.nn.Linear)]
+
+    default, wide = ppo_continuous.Agent(3, 2), ppo_continuous.Agent(3, 2, critic_hidden=256)
+    assert widths(default.critic) == [64, 64, 1] and widths(wide.critic) == [256, 256, 1]
+    assert widths(default.actor_mean) == widths(wide.actor_mean) == [64, 64, 2]
+    script = next(s for s in CONTINUOUS if s.module is ppo_continuous)
+    result = tiny(script, tmp_path, "--critic-hidden", "32", "--save-model")
+    assert widths(result["agent"].critic) == [32, 32, 1]
+    assert widths(result["agent"].actor_mean) == [64, 64, 1]
+    # A saved model loads with the width it was trained with, and only with it.
+    argv = ("--env-id", script.env_id, "--load-model", str(saved_path(script, result)))
+    loaded = run(script, tmp_path / "a", *argv, "--critic-hidden", "32", "--eval-episodes", "1")
+    assert len(loaded["eval_returns"]) == 1
+    with pytest.raises(SystemExit) as exc:
+        run(script, tmp_path / "b", *argv)
+    assert "--load-model" in one_line_error(capsys, exc, script)
+
+
 def test_running_norm_statistics_match_numpy_over_several_batches():
     data = np.random.default_rng(0).normal([5.0, -3.0], [2.0, 0.5], (100, 2)).astype(np.float32)
     norm = ppo_continuous.RunningNorm(2)
