@@ -17,7 +17,7 @@ Papers: Schulman et al. (2017), arXiv:1707.06347; Andrychowicz et al. (2021), ar
     python ppo_continuous.py                              # Pendulum-v1
     python ppo_continuous.py --env-id HalfCheetah-v5 --total-timesteps 1000000 --num-envs 8 \
         --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99 \
-        --log-std-init -0.5    # the MuJoCo recipe, for each env: docs/results.md (MuJoCo)
+        --log-std-init -0.5 --critic-hidden 256   # the MuJoCo recipe: docs/results.md (MuJoCo)
 """
 
 import argparse

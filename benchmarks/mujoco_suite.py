@@ -27,7 +27,7 @@ RESULTS = HERE / "results"
 # The recipe R: the same flags for every env but Swimmer (docs/results.md says why it differs).
 R = (
     "--num-envs 8 --num-steps 256 --num-minibatches 32 --update-epochs 10 --learning-rate 3e-4 "
-    "--gamma 0.99 --gae-lambda 0.95 --log-std-init -0.5"
+    "--gamma 0.99 --gae-lambda 0.95 --log-std-init -0.5 --critic-hidden 256"
 )
 SWIMMER = "--gamma 0.9999 --gae-lambda 0.98 --log-std-init 0"
 TIANSHOU = "Tianshou, {}: peak of the test curve averaged over 10 seeds"
