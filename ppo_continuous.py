@@ -149,7 +149,9 @@ def train(args):
     envs = make_env(args.env_id, args.num_envs, args.gamma, args.async_envs)
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
-    agent = Agent(obs_dim, action_dim, 64, args.log_std_init, args.critic_hidden).to(device)
+    agent = Agent(
+        obs_dim, action_dim, log_std_init=args.log_std_init, critic_hidden=args.critic_hidden
+    ).to(device)
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     run = Run(args, run_dir, agent, optimizer, envs)  # logs and checkpoints; --resume loads one
