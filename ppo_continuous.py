@@ -69,10 +69,12 @@ class RunningNorm(nn.Module):
 
 class Agent(nn.Module):
     """Actor: normalized observation -> mean of a Gaussian, with a learned log-std vector.
-    Critic: normalized observation -> V(s). No shared weights, and each its own width."""
+    Critic: normalized observation -> V(s). No shared weights; the critic is `hidden` wide
+    too unless `critic_hidden` says otherwise."""
 
-    def __init__(self, obs_dim, action_dim, hidden=64, log_std_init=0.0, critic_hidden=64):
+    def __init__(self, obs_dim, action_dim, hidden=64, log_std_init=0.0, critic_hidden=None):
         super().__init__()
+        critic_hidden = critic_hidden or hidden
         self.obs_norm = RunningNorm(obs_dim)
         self.actor_mean = nn.Sequential(
             layer_init(nn.Linear(obs_dim, hidden)),

@@ -89,11 +89,11 @@ def table():
         if not evals:
             lines.append(f"| {env_id} | 0 | not run | | {best} | {source} | |")
             continue
-        d = decimals.get(env_id, 0)
+        places = decimals.get(env_id, 0)
         values = np.array([evals[s] for s in sorted(evals)])
-        mean = f"{values.mean():.{d}f} ± {values.std():.{d}f}"
+        mean = f"{values.mean():.{places}f} ± {values.std():.{places}f}"
         mean = f"**{mean}**" if values.mean() >= best else mean
-        per_seed = ", ".join(f"{v:.{d}f}" for v in values)
+        per_seed = ", ".join(f"{v:.{places}f}" for v in values)
         link = f"[{env_id}]({folder(env_id).name}/table.md)"
         above = f"{int((values >= best).sum())}/{len(values)}"
         lines.append(
