@@ -5,19 +5,19 @@
     log pi(a|s) = sum_i [ -(a_i - mu_i)^2 / (2 sigma_i^2) - log sigma_i - log(2 pi) / 2 ]
     entropy     = sum_i [ log sigma_i + (1 + log(2 pi)) / 2 ]
 
-The sampled action a is what the loss scores; the env gets a clipped to its bounds.
-Observations are normalized by running mean and variance, then clipped to +-10 (the
-statistics live in the Agent: --save-model keeps them, evaluation freezes them). Rewards are
-divided by the running std of the discounted return, then clipped to +-10: the value
-targets keep one scale whatever the env's reward units. The critic may be wider than the
-actor (--critic-hidden): Andrychowicz et al. found the value network gains from width.
+The loss scores the sampled action a; the env gets it clipped to its bounds. Observations are
+normalized by running mean and variance (kept in the Agent: --save-model saves them, evaluation
+freezes them), rewards divided by the running std of the discounted return (one scale of value
+targets in any env); both are clipped to +-10. A wider critic (--critic-hidden) fits V better.
+The learning rate decays linearly to 0, or with --lr-target-kl follows each update's KL(pi_old,
+pi) as in rsl_rl: / 1.5 above 2x the target, x 1.5 below half of it, never above its start.
 
-Papers: Schulman et al. (2017), arXiv:1707.06347; Andrychowicz et al. (2021), arXiv:2006.05990.
+Papers (arXiv): Schulman et al. 1707.06347; Andrychowicz et al. 2006.05990; Rudin et al. 2109.11978.
 
     python ppo_continuous.py                              # Pendulum-v1
     python ppo_continuous.py --env-id HalfCheetah-v5 --total-timesteps 1000000 --num-envs 8 \
-        --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99 \
-        --log-std-init -0.5 --critic-hidden 256   # the MuJoCo recipe: docs/results.md (MuJoCo)
+        --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99 --log-std-init \
+        -0.5 --critic-hidden 256 --no-anneal-lr --lr-target-kl 0.02  # MuJoCo: docs/results.md
 """
 
 import argparse
@@ -146,6 +146,16 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
     return loss.mean()
 
 
+def adapted_lr(lr, kl, target_kl, max_lr):
+    """The step size that keeps each update's KL(pi_old, pi) near target_kl: lr / 1.5 if
+    kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, else lr; kept in [1e-5, max_lr]."""
+    if kl > 2 * target_kl:
+        return max(lr / 1.5, 1e-5)
+    if kl < target_kl / 2:
+        return min(lr * 1.5, max_lr)
+    return lr
+
+
 def train(args):
     device, run_dir = set_up(args)  # seeds, device, run folder: the support code, below
     envs = make_env(args.env_id, args.num_envs, args.gamma, args.async_envs)
@@ -221,6 +231,7 @@ def train(args):
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
             clipfracs = []
             for _ in range(args.update_epochs):
+                kls = []  # approx KL(pi_old, pi) before each minibatch step of this epoch
                 # Without reset steps the batch can be smaller than num_envs x num_steps.
                 shuffled = torch.randperm(len(b_obs), device=device)
                 for mb in shuffled.tensor_split(min(args.num_minibatches, len(b_obs))):
@@ -250,8 +261,15 @@ def train(args):
                         ratio = logratio.exp()
                         approx_kl = ((ratio - 1) - logratio).mean()
                         clipfracs.append(((ratio - 1).abs() > args.clip_coef).float().mean())
+                        kls.append(approx_kl)
                 if args.target_kl is not None and approx_kl > args.target_kl:
                     break  # the policy has moved far enough on this batch
+            # --lr-target-kl, instead of the decay: the next update's step size follows how far
+            # this update's last epoch found the policy from pi_old (its minibatches' mean KL).
+            if args.lr_target_kl is not None:
+                kl = torch.stack(kls).mean().item()
+                group = optimizer.param_groups[0]
+                group["lr"] = adapted_lr(group["lr"], kl, args.lr_target_kl, args.learning_rate)
 
             # What to watch: the losses, and explained_variance (1: V(s) predicts the returns).
             run.update(
@@ -341,6 +359,7 @@ def parse_args(argv=None):
     arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
     arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
+    arg("--lr-target-kl", type=positive_float, default=None, help="adapt lr (<= start) to this KL")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film the evaluation (needs moviepy)")
@@ -351,6 +370,8 @@ def parse_args(argv=None):
     arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
     arg("--resume", metavar="RUN_DIR", help="go on from RUN_DIR/checkpoint.pt; given flags win")
     args = resumed(parser, argv, parser.parse_args(argv))  # --resume: the saved flags
+    if args.lr_target_kl is not None and args.anneal_lr:
+        fail("--lr-target-kl sets the learning rate itself: add --no-anneal-lr")
     if (args.num_envs * args.num_steps) % args.num_minibatches:
         parser.error(
             f"a batch of --num-envs x --num-steps = {args.num_envs * args.num_steps} does not "

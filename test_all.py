@@ -782,6 +782,56 @@ def test_critic_hidden_widens_the_critic_alone(tmp_path, capsys):
     assert "--load-model" in one_line_error(capsys, exc, script)
 
 
+@pytest.mark.parametrize(
+    "lr, kl, expected",
+    [
+        (3e-4, 0.05, 2e-4),  # above 2 x the target (0.02): / 1.5
+        (1e-4, 0.005, 1.5e-4),  # below half of it: x 1.5
+        (2.5e-4, 0.005, 3e-4),  # ... up to max_lr (3e-4) and no further
+        (3e-4, 0.0, 3e-4),
+        (1e-4, 0.02, 1e-4),  # inside the band, its edges included: unchanged
+        (1e-4, 0.04, 1e-4),
+        (1e-4, 0.01, 1e-4),
+        (1.2e-5, 1.0, 1e-5),  # never below 1e-5
+    ],
+)
+def test_adapted_lr(lr, kl, expected):
+    assert ppo_continuous.adapted_lr(lr, kl, 0.02, 3e-4) == pytest.approx(
+        expected, rel=1e-12, abs=0
+    )
+
+
+@pytest.mark.parametrize(
+    "target_kl, lr, expected",
+    [
+        ("1e3", "4e-4", [4e-4] * 4),
+        ("1e-12", "4e-5", [4e-5 / 1.5, 4e-5 / 2.25, 4e-5 / 3.375, 1e-5]),
+    ],
+)
+def test_lr_target_kl_sets_the_learning_rate_after_each_update(
+    target_kl, lr, expected, tmp_path, capsys
+):
+    # 4 updates. Every update's KL is far below 1e3 / 2, and above 2e-12: the rate would rise
+    # after each one but stays at its start, its ceiling (falls by / 1.5 after each one, down to
+    # 1e-5). The log shows the rate after the update.
+    script = next(s for s in CONTINUOUS if s.module is ppo_continuous)
+    argv = ("--learning-rate", lr, "--no-anneal-lr", "--lr-target-kl", target_kl)
+    whole = tiny(script, tmp_path / "whole", *argv)
+    # Stopped after 2 updates and resumed, it goes on from the rate it had reached.
+    half = tiny(
+        script, tmp_path / "half", *argv, "--total-timesteps", "256", "--checkpoint-every", "256"
+    )
+    resumed = run(
+        script, tmp_path / "half", "--resume", half["run_dir"], "--total-timesteps", "512"
+    )
+    for result in (whole, resumed):
+        logged = [e.value for e in scalars(result["run_dir"]).Scalars("charts/learning_rate")]
+        assert logged == pytest.approx(expected, rel=1e-6)
+    with pytest.raises(SystemExit) as exc:  # with the default decay, it would fight the schedule
+        tiny(script, tmp_path / "both", "--lr-target-kl", target_kl)
+    assert "--no-anneal-lr" in one_line_error(capsys, exc, script)
+
+
 def test_running_norm_statistics_match_numpy_over_several_batches():
     data = np.random.default_rng(0).normal([5.0, -3.0], [2.0, 0.5], (100, 2)).astype(np.float32)
     norm = ppo_continuous.RunningNorm(2)
