@@ -2278,6 +2278,35 @@ def test_antdiag_envs_each_drop_one_change_of_ant_v5():
     assert min(contact_rewards) < 0  # the ant touched: the reward check above had a cost to drop
 
 
+def test_idp_starts_falls_names_the_reset_seeds_of_the_falls():
+    from benchmarks import idp_starts
+
+    raw = {
+        "runs": [
+            {"seed": 3, "eval_returns": [604.3, 9358.1, 576.9]},
+            {"seed": 1, "eval_returns": [9356.2, 119.2]},
+        ]
+    }
+    # Seed s plays its evaluation episode k from reset(seed=s + 10000 + k).
+    assert idp_starts.falls(raw) == {1: [10002], 3: [10003, 10005]}
+    assert idp_starts.falls(raw, fell=600) == {1: [10002], 3: [10005]}
+
+
+@pytest.mark.skipif(not installed("mujoco"), reason='needs pip install "gymnasium[mujoco]"')
+def test_idp_starts_lqr_holds_the_starts_the_policies_fall_from():
+    from benchmarks import idp_starts
+
+    # 10003 and 10005 tilt the upper pole 0.1 rad, the edge of the reset noise; 10012 spins
+    # every joint. A clipped LQR holds each for 1000 steps: about 9.36 a step.
+    returns = idp_starts.lqr_returns([10003, 10005, 10012])
+    assert all(r > 9350 for r in returns.values()), returns
+    # The gain is no accident of the starts: with the controller off, 10003 falls at once.
+    env = gym.make(idp_starts.ENV_ID)
+    env.reset(seed=10003)
+    steps = next(t for t in range(1, 1001) if env.step(np.zeros(1))[2])
+    assert steps < 50
+
+
 def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):
     import json
 
