@@ -2261,6 +2261,41 @@ def test_mujoco_suite_table_scores_each_seeds_final_evaluation(tmp_path, monkeyp
     assert rows["Ant-v5"][:2] == ["0", "not run"]
 
 
+def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch):
+    import json
+
+    from benchmarks import mujoco_suite
+
+    calls = []
+    monkeypatch.setattr(mujoco_suite.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    argv = ["run", "--envs", "Ant-v5", "Swimmer-v5", "--seeds", "1", "2", "--results"]
+    mujoco_suite.run(mujoco_suite.parse_args([*argv, str(tmp_path), "--extra", "--ent-coef 0.01"]))
+    extras = [cmd[cmd.index("--extra") + 1].split() for cmd in calls]
+    r, swimmer = mujoco_suite.R.split(), mujoco_suite.SWIMMER.split()
+    # R first, then Swimmer's own flags, then the idea's: argparse takes the last of a flag.
+    assert extras == [r + ["--ent-coef", "0.01"], r + swimmer + ["--ent-coef", "0.01"]]
+    assert [cmd[cmd.index("--out") + 1] for cmd in calls] == [
+        f"{tmp_path}/ant",
+        f"{tmp_path}/swimmer",
+    ]
+    assert "| Ant-v5 | 0 | not run |" in (tmp_path / "mujoco_suite.md").read_text()  # its table
+
+    def table_head(extra, script="ppo_continuous.py"):
+        (tmp_path / "ant").mkdir(exist_ok=True)
+        raw = {"extra": extra, "scripts": [script], "runs": [{"seed": 1, "eval_returns": [1.0]}]}
+        (tmp_path / "ant" / "raw.json").write_text(json.dumps(raw))
+        mujoco_suite.table(tmp_path)
+        return (tmp_path / "mujoco_suite.md").read_text().split(" (Swimmer")[0]
+
+    assert table_head(f" {mujoco_suite.R}") == "ppo_continuous.py, 1M steps, recipe R"
+    assert table_head(f" {mujoco_suite.R} --lr-target-kl 0.01", "x/copy.py") == (
+        "copy.py, 1M steps, recipe R + `--lr-target-kl 0.01`"
+    )
+    assert table_head(" --num-envs 8  --gamma 0.99") == (  # not R: its flags in full
+        "ppo_continuous.py, 1M steps, flags `--num-envs 8 --gamma 0.99`"
+    )
+
+
 @pytest.mark.skipif(not installed("mujoco"), reason='needs pip install "gymnasium[mujoco]"')
 def test_antdiag_envs_each_drop_one_change_of_ant_v5():
     from benchmarks import antdiag  # noqa: F401  (registers the two envs)

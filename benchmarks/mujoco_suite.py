@@ -6,11 +6,14 @@ into benchmarks/results/<env in lower case>/, adding to the seeds already there 
 --append). `table` (also the end of `run`) reads those folders' raw.json and writes the suite's
 table: each seed's final greedy evaluation (10 episodes), their mean ± std over seeds
 (CleanRL's format), the best published figure with its source and how that source scores, and
-how many seeds are at or above it.
+how many seeds are at or above it. An idea is tried against R with --extra (flags after R's,
+so they win) or --script (a copy of the script), into a folder of its own (--results):
 
     python benchmarks/mujoco_suite.py run --seeds 1 2 3 4 5 --jobs 2     # hours on 2 cores
     python benchmarks/mujoco_suite.py run --envs Ant-v5 --seeds 1 2 3
     python benchmarks/mujoco_suite.py table
+    python benchmarks/mujoco_suite.py run --envs Ant-v5 HalfCheetah-v5 Humanoid-v5 --seeds 1 2 3 \
+        --extra "--lr-target-kl 0.01" --results benchmarks/results/kl001
 """
 
 import argparse
@@ -48,46 +51,65 @@ SUITE = [
 ]
 
 
-def folder(env_id):
-    return RESULTS / env_id.split("-v")[0].lower()
+def folder(env_id, results=None):
+    return Path(results or RESULTS) / env_id.split("-v")[0].lower()
 
 
 def run(args):
     for env_id, best, _, flags in SUITE:
         if args.envs and env_id not in args.envs:
             continue
-        cmd = [sys.executable, str(HERE / "run.py"), "--scripts", "ppo_continuous.py"]
+        cmd = [sys.executable, str(HERE / "run.py"), "--scripts", args.script]
         cmd += ["--env-id", env_id, "--seeds", *map(str, args.seeds), "--threshold", str(best)]
         cmd += ["--total-timesteps", str(args.total_timesteps), "--jobs", str(args.jobs)]
-        cmd += ["--extra", f" {R} {flags}".rstrip(), "--out", str(folder(env_id)), "--append"]
+        cmd += ["--extra", " ".join(f" {R} {flags} {args.extra}".split())]
+        cmd += ["--out", str(folder(env_id, args.results)), "--append"]
         print("+", shlex.join(cmd), flush=True)
         subprocess.run(cmd, check=True, cwd=HERE.parent)
-    table()
+    table(args.results)
 
 
-def evaluations(env_id):
-    """{seed: mean of its final greedy evaluation} from the env's raw.json, or None."""
-    path = folder(env_id) / "raw.json"
-    if not path.exists():
-        return None
-    raw = json.loads(path.read_text())
+def read(env_id, results=None):
+    """The env's raw.json as benchmarks/run.py wrote it, or None."""
+    path = folder(env_id, results) / "raw.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def evaluations(raw):
+    """{seed: mean of its final greedy evaluation}."""
     return {r["seed"]: float(np.mean(r["eval_returns"])) for r in raw["runs"] if r["eval_returns"]}
 
 
-def table():
+def recipe(raws):
+    """What the runs were: R, or R plus the flags (and the script) that differ from it."""
+    made = []
+    for raw in raws:
+        flags = " ".join(raw.get("extra", R).split()).replace(SWIMMER, "").strip()
+        beside = flags.replace(R, "").strip()
+        what = f"{Path((raw.get('scripts') or ['ppo_continuous.py'])[0]).name}, 1M steps, "
+        if R not in flags:  # runs made before R was what it is now
+            what += f"flags `{flags}`"
+        else:
+            what += "recipe R" + (f" + `{beside}`" if beside else "")
+        made += [what] if what not in made else []
+    return "; ".join(made) or "ppo_continuous.py, 1M steps, recipe R"
+
+
+def table(results=None):
     decimals = {"Reacher-v5": 2}  # its returns are a few units, the others thousands
+    raws = {env_id: read(env_id, results) for env_id, *_ in SUITE}
     lines = [
-        "ppo_continuous.py, 1M steps, recipe R (Swimmer: R + `" + SWIMMER + "`). Ours: each "
-        "seed's final greedy evaluation (10 episodes), and their mean ± std over the seeds. "
-        "The published figures are not scored the same way: Tianshou's is the peak of a curve "
-        "averaged over seeds, ours the policy at the end, so ours is the stricter test.",
+        recipe([raw for raw in raws.values() if raw]) + " (Swimmer: R + `" + SWIMMER + "`). "
+        "Ours: each seed's final greedy evaluation (10 episodes), and their mean ± std over the "
+        "seeds. The published figures are not scored the same way: Tianshou's is the peak of a "
+        "curve averaged over seeds, ours the policy at the end, so ours is the stricter test.",
         "",
         "| env | seeds | ours, mean ± std | at or above | best published | its source, how it "
         "scores | per seed |",
         "|---|---|---|---|---|---|---|",
     ]
     for env_id, best, source, _ in SUITE:
-        evals = evaluations(env_id)
+        evals = evaluations(raws[env_id]) if raws[env_id] else None
         if not evals:
             lines.append(f"| {env_id} | 0 | not run | | {best} | {source} | |")
             continue
@@ -103,7 +125,7 @@ def table():
         )
     lines += ["", "Bold: the mean over seeds is at or above the best published figure."]
     text = "\n".join(lines) + "\n"
-    out = RESULTS / "mujoco_suite.md"
+    out = Path(results or RESULTS) / "mujoco_suite.md"
     out.write_text(text)
     print(text + f"wrote {out}")
 
@@ -119,7 +141,10 @@ def parse_args(argv=None):
     r.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     r.add_argument("--total-timesteps", type=int, default=1_000_000)
     r.add_argument("--jobs", type=int, default=2, help="runs side by side")
-    sub.add_parser("table", help="the table from the results on disk")
+    r.add_argument("--script", default="ppo_continuous.py", help="the script, or a copy of it")
+    r.add_argument("--extra", default="", help="flags after R's (and Swimmer's): an idea to try")
+    for command in (r, sub.add_parser("table", help="the table from the results on disk")):
+        command.add_argument("--results", default=str(RESULTS), help="the envs' folders are here")
     args = p.parse_args(argv)
     known = [env_id for env_id, *_ in SUITE]
     for env_id in getattr(args, "envs", None) or []:
@@ -133,4 +158,4 @@ if __name__ == "__main__":
     if args.command == "run":
         run(args)
     else:
-        table()
+        table(args.results)
