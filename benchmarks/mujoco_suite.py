@@ -62,7 +62,7 @@ def run(args):
         cmd = [sys.executable, str(HERE / "run.py"), "--scripts", args.script]
         cmd += ["--env-id", env_id, "--seeds", *map(str, args.seeds), "--threshold", str(best)]
         cmd += ["--total-timesteps", str(args.total_timesteps), "--jobs", str(args.jobs)]
-        cmd += ["--extra", " ".join(f" {R} {flags} {args.extra}".split())]
+        cmd += ["--extra", " " + " ".join(f"{R} {flags} {args.extra}".split())]  # " --": a value
         cmd += ["--out", str(folder(env_id, args.results)), "--append"]
         print("+", shlex.join(cmd), flush=True)
         subprocess.run(cmd, check=True, cwd=HERE.parent)
