@@ -2294,6 +2294,10 @@ def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch
     assert table_head(" --num-envs 8  --gamma 0.99") == (  # not R: its flags in full
         "ppo_continuous.py, 1M steps, flags `--num-envs 8 --gamma 0.99`"
     )
+    raw = json.loads((tmp_path / "ant" / "raw.json").read_text())
+    (tmp_path / "ant" / "raw.json").write_text(json.dumps({**raw, "total_timesteps": 4096}))
+    mujoco_suite.table(tmp_path)
+    assert (tmp_path / "mujoco_suite.md").read_text().startswith("ppo_continuous.py, 4,096 steps,")
 
 
 @pytest.mark.skipif(not installed("mujoco"), reason='needs pip install "gymnasium[mujoco]"')

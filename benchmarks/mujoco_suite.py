@@ -86,7 +86,9 @@ def recipe(raws):
     for raw in raws:
         flags = " ".join(raw.get("extra", R).split()).replace(SWIMMER, "").strip()
         beside = flags.replace(R, "").strip()
-        what = f"{Path((raw.get('scripts') or ['ppo_continuous.py'])[0]).name}, 1M steps, "
+        steps = raw.get("total_timesteps") or 1_000_000
+        steps = "1M" if steps == 1_000_000 else f"{steps:,}"
+        what = f"{Path((raw.get('scripts') or ['ppo_continuous.py'])[0]).name}, {steps} steps, "
         if R not in flags:  # runs made before R was what it is now
             what += f"flags `{flags}`"
         else:
