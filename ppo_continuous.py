@@ -265,7 +265,7 @@ def train(args):
                 if args.target_kl is not None and approx_kl > args.target_kl:
                     break  # the policy has moved far enough on this batch
             # --lr-target-kl, instead of the decay: the next update's step size follows how far
-            # this update's last epoch found the policy from pi_old (its minibatches' mean KL).
+            # this one moved the policy, the mean KL(pi_old, pi) over its last epoch's minibatches.
             if args.lr_target_kl is not None:
                 kl = torch.stack(kls).mean().item()
                 group = optimizer.param_groups[0]
