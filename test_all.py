@@ -2346,6 +2346,28 @@ def test_idp_starts_lqr_holds_the_starts_the_policies_fall_from():
     assert steps < 50
 
 
+@pytest.mark.skipif(not installed("mujoco"), reason='needs pip install "gymnasium[mujoco]"')
+def test_idp_starts_play_says_when_the_cart_reached_the_rail_before_a_fall(tmp_path):
+    from benchmarks import idp_starts
+
+    env = gym.make(idp_starts.ENV_ID)
+    # The LQR holds start 10003 with the cart near the middle; sent to x = 1.2, beyond the end
+    # of its slider at 1, the cart reaches the rail at step 25 and the poles fall 8 steps on.
+    assert idp_starts.episode(env, idp_starts.lqr_controller(env), 10003)[::2] == (1000, None)
+    steps, total, at_rail = idp_starts.episode(env, idp_starts.lqr_controller(env, 1.2), 10003)
+    assert (steps, at_rail) == (33, 25) and 8.5 * steps < total < 9.4 * steps  # <= 9.36 a step
+    # A saved policy that pushes right at full force, whatever it sees: the poles fall behind
+    # the cart after 4 steps, before it reaches the rail; played as the policy, as a constant.
+    agent = ppo_continuous.Agent(9, 1, critic_hidden=256)
+    with torch.no_grad():
+        agent.actor_mean[-1].weight.zero_()
+        agent.actor_mean[-1].bias.fill_(1.0)
+    torch.save(agent.state_dict(), tmp_path / "ppo_continuous.pt")
+    played = idp_starts.policy_episodes(tmp_path / "ppo_continuous.pt", [10003])
+    assert played[10003] == idp_starts.episode(env, lambda obs: np.ones(1), 10003)
+    assert played[10003][0] == 4 and played[10003][2] is None
+
+
 def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):
     import json
 

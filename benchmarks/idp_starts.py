@@ -8,14 +8,19 @@ evaluation episodes that ended below --fell (an episode balanced for 1000 steps 
 9357). `lqr` plays episodes from given reset seeds with a linear controller: the env's own
 MuJoCo model linearized about the upright state by finite differences, a discrete LQR gain
 from the Riccati recursion, the action clipped to [-1, 1] as the policy's is. A start that
-the LQR holds for 1000 steps is one a policy can hold too.
+the LQR holds for 1000 steps is one a policy can hold too. `play` runs the greedy policy of a
+model that ppo_continuous.py --save-model wrote from many starts, and says for each fall
+whether the cart had reached the end of its rail (|x| within 0.02 of the slider's limit of 1)
+first, and how many steps before the end.
 
     python benchmarks/idp_starts.py falls benchmarks/results/inverteddoublependulum
     python benchmarks/idp_starts.py lqr --reset-seeds 10001 10002 10003 10004 10005
+    python benchmarks/idp_starts.py play runs/RUN/ppo_continuous.pt --reset-seeds 20000 --count 200
 """
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -64,22 +69,57 @@ def lqr_gain(A, B, Q, R, iterations=5000):
     return K
 
 
-def lqr_returns(reset_seeds):
-    """{reset seed: return of one episode from that start under the clipped LQR controller}."""
-    env = gym.make(ENV_ID)
+def episode(env, act, reset_seed, rail=0.98):
+    """One episode from reset(seed=reset_seed), actions act(obs) clipped to [-1, 1]:
+    (steps, return, the first step that ends with the cart at |x| > rail, or None)."""
+    obs, _ = env.reset(seed=reset_seed)
+    steps, total, at_rail, done = 0, 0.0, None, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(np.clip(act(obs), -1.0, 1.0))
+        steps, total, done = steps + 1, total + float(reward), terminated or truncated
+        if at_rail is None and abs(obs[0]) > rail:  # obs[0]: the cart's position
+            at_rail = steps
+    return steps, total, at_rail
+
+
+def lqr_controller(env, cart_target=0.0):
+    """act(obs) of the clipped LQR, steering the cart to `cart_target` (beyond 1: into the
+    rail). It reads the full state from MuJoCo: the observation holds sines and cosines."""
     env.reset(seed=0)
     # cart position, the two hinge angles, then their velocities; one unit of action costs 1
     K = lqr_gain(*linearized(env), Q=np.diag([1.0, 10.0, 10.0, 0.1, 1.0, 1.0]), R=np.eye(1))
-    returns = {}
-    for seed in reset_seeds:
-        env.reset(seed=seed)
-        data, total, done = env.unwrapped.data, 0.0, False
-        while not done:
-            x = np.concatenate([data.qpos, data.qvel])
-            _, reward, terminated, truncated, _ = env.step(np.clip(-K @ x, -1.0, 1.0))
-            total, done = total + float(reward), terminated or truncated
-        returns[seed] = total
-    return returns
+    data, target = env.unwrapped.data, np.array([cart_target, 0, 0, 0, 0, 0])
+    return lambda obs: -K @ (np.concatenate([data.qpos, data.qvel]) - target)
+
+
+def lqr_returns(reset_seeds):
+    """{reset seed: return of one episode from that start under the clipped LQR controller}."""
+    env = gym.make(ENV_ID)
+    act = lqr_controller(env)
+    return {seed: episode(env, act, seed)[1] for seed in reset_seeds}
+
+
+def policy_episodes(model_path, reset_seeds):
+    """{reset seed: episode(...)} for the greedy policy (the Gaussian's mean) of a model saved
+    by ppo_continuous.py --save-model, its observation statistics frozen as in its evaluation."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import ppo_continuous
+
+    weights = torch.load(model_path, map_location="cpu")
+    hidden, obs_dim = weights["actor_mean.0.weight"].shape
+    agent = ppo_continuous.Agent(
+        obs_dim, 1, hidden=hidden, critic_hidden=weights["critic.0.weight"].shape[0]
+    )
+    agent.load_state_dict(weights)
+
+    def act(obs):
+        with torch.no_grad():
+            return agent.actor_mean(agent.obs_norm(torch.as_tensor(obs, dtype=torch.float32)))
+
+    env = gym.make(ENV_ID)
+    return {seed: episode(env, lambda obs: act(obs).numpy(), seed) for seed in reset_seeds}
 
 
 def parse_args(argv=None):
@@ -93,6 +133,10 @@ def parse_args(argv=None):
     f.add_argument("--fell", type=float, default=9000.0, help="an episode below this fell")
     q = sub.add_parser("lqr", help="returns of the LQR controller from these starts")
     q.add_argument("--reset-seeds", nargs="+", type=int, default=list(range(10001, 10015)))
+    g = sub.add_parser("play", help="a saved model's falls, and whether the cart hit the rail")
+    g.add_argument("model", help="the .pt file that ppo_continuous.py --save-model wrote")
+    g.add_argument("--reset-seeds", type=int, default=20_000, help="the first start's reset seed")
+    g.add_argument("--count", type=int, default=200, help="starts played, from --reset-seeds on")
     return p.parse_args(argv)
 
 
@@ -102,6 +146,15 @@ if __name__ == "__main__":
         for folder in args.folders:
             raw = json.loads((Path(folder) / "raw.json").read_text())
             print(folder, falls(raw, args.fell))
-    else:
+    elif args.command == "lqr":
         for seed, total in lqr_returns(args.reset_seeds).items():
             print(f"reset seed {seed}: {total:.1f}")
+    else:
+        seeds = range(args.reset_seeds, args.reset_seeds + args.count)
+        played = policy_episodes(args.model, seeds)
+        fell = {seed: e for seed, e in played.items() if e[0] < 1000}
+        for seed, (steps, total, at_rail) in fell.items():
+            rail = f"the cart at the rail at step {at_rail}" if at_rail else "the cart off the rail"
+            print(f"reset seed {seed}: fell at step {steps} ({total:.0f}), {rail}")
+        railed = sum(e[2] is not None for e in fell.values())
+        print(f"fell from {len(fell)} of {args.count} starts; {railed} of the falls at the rail")
