@@ -15,7 +15,7 @@ first, and how many steps before the end.
 
     python benchmarks/idp_starts.py falls benchmarks/results/inverteddoublependulum
     python benchmarks/idp_starts.py lqr --reset-seeds 10001 10002 10003 10004 10005
-    python benchmarks/idp_starts.py play runs/RUN/ppo_continuous.pt --reset-seeds 20000 --count 200
+    python benchmarks/idp_starts.py play runs/RUN/ppo_continuous.pt --first-seed 20000 --count 200
 """
 
 import argparse
@@ -116,10 +116,11 @@ def policy_episodes(model_path, reset_seeds):
 
     def act(obs):
         with torch.no_grad():
-            return agent.actor_mean(agent.obs_norm(torch.as_tensor(obs, dtype=torch.float32)))
+            x = agent.obs_norm(torch.as_tensor(obs, dtype=torch.float32))
+            return agent.actor_mean(x).numpy()
 
     env = gym.make(ENV_ID)
-    return {seed: episode(env, lambda obs: act(obs).numpy(), seed) for seed in reset_seeds}
+    return {seed: episode(env, act, seed) for seed in reset_seeds}
 
 
 def parse_args(argv=None):
@@ -135,8 +136,8 @@ def parse_args(argv=None):
     q.add_argument("--reset-seeds", nargs="+", type=int, default=list(range(10001, 10015)))
     g = sub.add_parser("play", help="a saved model's falls, and whether the cart hit the rail")
     g.add_argument("model", help="the .pt file that ppo_continuous.py --save-model wrote")
-    g.add_argument("--reset-seeds", type=int, default=20_000, help="the first start's reset seed")
-    g.add_argument("--count", type=int, default=200, help="starts played, from --reset-seeds on")
+    g.add_argument("--first-seed", type=int, default=20_000, help="the first start's reset seed")
+    g.add_argument("--count", type=int, default=200, help="starts played, from --first-seed on")
     return p.parse_args(argv)
 
 
@@ -150,7 +151,7 @@ if __name__ == "__main__":
         for seed, total in lqr_returns(args.reset_seeds).items():
             print(f"reset seed {seed}: {total:.1f}")
     else:
-        seeds = range(args.reset_seeds, args.reset_seeds + args.count)
+        seeds = range(args.first_seed, args.first_seed + args.count)
         played = policy_episodes(args.model, seeds)
         fell = {seed: e for seed, e in played.items() if e[0] < 1000}
         for seed, (steps, total, at_rail) in fell.items():
