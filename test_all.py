@@ -2366,6 +2366,16 @@ def test_idp_starts_play_says_when_the_cart_reached_the_rail_before_a_fall(tmp_p
     played = idp_starts.policy_episodes(tmp_path / "ppo_continuous.pt", [10003])
     assert played[10003] == idp_starts.episode(env, lambda obs: np.ones(1), 10003)
     assert played[10003][0] == 4 and played[10003][2] is None
+    # Any saved model is played as ppo_continuous.py's own evaluation plays it: through its
+    # observation statistics, with its layer sizes (32 units here, not the default 64).
+    torch.manual_seed(0)
+    agent = ppo_continuous.Agent(9, 1, hidden=32, critic_hidden=16)
+    agent.obs_norm.mean.uniform_(-0.1, 0.1)
+    agent.obs_norm.var.uniform_(0.01, 1.0)
+    torch.save(agent.state_dict(), tmp_path / "ppo_continuous.pt")
+    played = idp_starts.policy_episodes(tmp_path / "ppo_continuous.pt", [10003, 10004])
+    evaluated = ppo_continuous.evaluate(agent, env, 2, 10003, "cpu")
+    assert [total for _, total, _ in played.values()] == evaluated
 
 
 def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):

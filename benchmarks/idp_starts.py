@@ -10,8 +10,8 @@ MuJoCo model linearized about the upright state by finite differences, a discret
 from the Riccati recursion, the action clipped to [-1, 1] as the policy's is. A start that
 the LQR holds for 1000 steps is one a policy can hold too. `play` runs the greedy policy of a
 model that ppo_continuous.py --save-model wrote from many starts, and says for each fall
-whether the cart had reached the end of its rail (|x| within 0.02 of the slider's limit of 1)
-first, and how many steps before the end.
+whether the cart had reached the end of its rail first (|x| > 0.98; the slider stops at 1),
+and at which step.
 
     python benchmarks/idp_starts.py falls benchmarks/results/inverteddoublependulum
     python benchmarks/idp_starts.py lqr --reset-seeds 10001 10002 10003 10004 10005
@@ -108,10 +108,9 @@ def policy_episodes(model_path, reset_seeds):
     import ppo_continuous
 
     weights = torch.load(model_path, map_location="cpu")
-    hidden, obs_dim = weights["actor_mean.0.weight"].shape
-    agent = ppo_continuous.Agent(
-        obs_dim, 1, hidden=hidden, critic_hidden=weights["critic.0.weight"].shape[0]
-    )
+    hidden, obs_dim = weights["actor_mean.0.weight"].shape  # the sizes it was trained with
+    action_dim, critic_hidden = len(weights["actor_logstd"]), len(weights["critic.0.weight"])
+    agent = ppo_continuous.Agent(obs_dim, action_dim, hidden, critic_hidden=critic_hidden)
     agent.load_state_dict(weights)
 
     def act(obs):
