@@ -79,7 +79,7 @@ def reinforce_loss(logprobs, returns):
 
 def train(args):
     device, run_dir = set_up(args)  # seeds, device, run folder: the support code, below
-    envs = make_env(args.env_id, args.num_envs, device, args.async_envs)
+    envs = make_env(args.env_id, args.num_envs, device, args.async_envs, args.capture_video)
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
@@ -153,12 +153,13 @@ CPU_THREADS = torch.get_num_threads()  # torch's default: one per core
 def set_up(args):
     """Seeds (the envs get theirs at reset), CPU threads, the device, the run's directory."""
     random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
+    np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
+    torch.manual_seed(args.seed % 2**64)
     torch.backends.cudnn.deterministic = args.torch_deterministic
-    # A small MLP on small batches runs fastest on one CPU thread; rollouts of 32,768 steps
-    # or more run ~1.6x faster on 2 cores than on one (benchmarks/results/sps).
+    # One thread is fastest for small batches; 2 cores, for 32,768 steps (benchmarks/results/sps)
     torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
+    if args.num_envs * args.num_steps > 2**24:  # what a rollout's memory can hold
+        fail(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24 steps")
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
         print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
@@ -180,20 +181,19 @@ def checked(convert, ok, must_be):
 
 positive_int = checked(int, lambda n: n > 0, "a positive integer")
 nonnegative_int = checked(int, lambda n: n >= 0, "an integer >= 0")
-positive_float = checked(float, lambda x: x > 0, "a positive number")
+positive_float = checked(float, lambda x: 0 < x <= 1e9, "in (0, 1e9]")
 unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
 def parse_args(argv=None):
-    """The flags in argv, else on the command line, except in a Jupyter or Colab notebook,
-    whose kernel's own (-f kernel.json) are not ours; `%run SCRIPT --flags` still reads them."""
+    """The flags in argv, else on the command line, unless a notebook's kernel owns that."""
     if argv is None and "ipykernel" in sys.modules and Path(sys.argv[0]).name != SCRIPT:
         argv = []
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
-    arg("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
+    arg("--seed", type=nonnegative_int, default=1, help="seed of python, numpy, torch and the envs")
     arg("--total-timesteps", type=positive_int, default=300_000, help="env steps to train for")
     arg("--num-envs", type=positive_int, default=8, help="envs played in parallel")
     arg("--num-steps", type=positive_int, default=200, help="min steps per env in a rollout")
@@ -203,114 +203,91 @@ def parse_args(argv=None):
     arg("--normalize-returns", action=on_off, default=True, help="G_t to mean 0, std 1 per batch")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
-    arg("--capture-video", action="store_true", help="film the evaluation (needs moviepy)")
+    arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
+    arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
     arg("--save-model", action="store_true", help="save the weights in the run directory")
     arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
     arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
     arg("--resume", metavar="RUN_DIR", help="go on from RUN_DIR/checkpoint.pt; given flags win")
+    arg("--track", action="store_true", help="send the run to Weights & Biases (needs wandb)")
+    arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
+    arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
     return resumed(parser, argv, parser.parse_args(argv))  # --resume: the saved flags
 
 
 def resumed(parser, argv, args):
-    """With --resume RUN_DIR: the flags saved in its checkpoint, replaced by those given again,
-    except those that would change the env, the network or the batch."""
+    """--resume RUN_DIR: the flags of its checkpoint, but for those given again (not the env's)."""
     if args.load_model and (args.resume or args.checkpoint_every):
         fail("--load-model evaluates a saved model: it takes no --resume or --checkpoint-every")
     if not args.resume:
         return args
     try:  # our own file, with RNG states and flags beside the tensors: weights_only=False
-        checkpoint = torch.load(
-            f"{args.resume}/checkpoint.pt", map_location="cpu", weights_only=False
-        )
-        saved = checkpoint["args"]
+        saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=False)["args"]
     except Exception as error:  # no such folder or file, or not a checkpoint
         fail(f"cannot --resume {args.resume}: {error}")
     args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
     for name in ("env_id", "num_envs", "num_steps"):
         if getattr(args, name) != saved[name]:
-            flag = "--" + name.replace("_", "-")
-            fail(f"--resume: {flag} was {saved[name]} in {args.resume}; a resumed run keeps it")
+            fail(f"--resume: --{name.replace('_', '-')} was {saved[name]} in {args.resume}; kept")
     args.run_dir = args.resume
     return args
 
 
 def needs_flattening(space, env_id):
-    """Whether the MLP must see `space` through FlattenObservation: not a flat Box; yes for
-    Discrete (one-hot), MultiDiscrete, MultiBinary, a 2-D Box, and Tuples or Dicts of these.
-    Images and spaces with no fixed-size vector: one line, exit 2."""
+    """Whether the MLP must see `space` flattened (all but a flat Box); images: one line, exit 2."""
     if isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
         parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
         for part in parts:
             needs_flattening(part, env_id)  # exits on a part the MLP cannot take
         return True
+    mlp = f"{SCRIPT} feeds an MLP with flat vectors"
     if isinstance(space, gym.spaces.Box) and len(space.shape) >= 3:
-        fail(
-            f"{env_id} has image observations of shape {space.shape}; {SCRIPT} feeds an MLP "
-            "with flat vectors: for pixels use a convolutional agent, e.g. CleanRL's ppo_atari.py"
-        )
+        cnn = "for pixels use a convolutional agent, e.g. CleanRL's ppo_atari.py"
+        fail(f"{env_id} has image observations of shape {space.shape}; {mlp}: {cnn}")
     kinds = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary
     if not isinstance(space, kinds):  # Text, Graph, Sequence, OneOf, ...
-        fail(
-            f"{env_id} has {type(space).__name__} observations, which have no fixed-size vector "
-            f"form; {SCRIPT} feeds an MLP with flat vectors: wrap the env to give Box observations"
-        )
+        what = f"{type(space).__name__} observations, which have no fixed-size vector form"
+        fail(f"{env_id} has {what}; {mlp}: wrap the env to give Box observations")
     return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
 
 
-def find_spec(env_id):
-    """The env's spec; for gymnasium's "module:EnvId", the import of module registers it."""
+def find_spec(env_id):  # for gymnasium's "module:EnvId", importing module registers EnvId
     if ":" in env_id:
         importlib.import_module(env_id.split(":")[0])
     return gym.spec(env_id.split(":")[-1])
 
 
-def make_env(env_id, num_envs, device, processes=False):
-    """`num_envs` copies of the env, stepped together (the env's own vector version if it has
-    one, else sync; with `processes`, one process each), recording each episode's return.
-    Gymnasium 1.x resets an env on the step AFTER its episode ends (action ignored, reward 0):
-    train() keeps that out of the loss."""
+def make_env(env_id, num_envs, device, processes=False, video=False):
+    """Envs stepped together. Gymnasium 1.x resets one on the step AFTER its episode ends."""
     try:
         spec = find_spec(env_id)
-        # An env in torch (benchmarks/cartpole_torch.py): tensors in and out, on `device`.
-        if "device" in spec.kwargs:
+        if "device" in spec.kwargs:  # an env in torch (envs/cartpole_torch.py), on `device`
             return gym.make_vec(env_id, num_envs=num_envs, device=device)
-        # No time limit of its own (CliffWalking-v1)? Cut at 1,000 steps, or it may never end.
-        max_steps = spec.max_episode_steps or 1000
-        if processes:
-            envs = env_processes(env_id, num_envs, max_steps)
-        else:
-            envs = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_steps)
+        kwargs = dict(num_envs=num_envs, render_mode="rgb_array" if video else None)  # to film
+        kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # CliffWalking-v1 has none
+        envs = EnvProcesses(env_id, kwargs) if processes else gym.make_vec(env_id, **kwargs)
     except (gym.error.Error, ImportError) as error:  # unknown id or module, no MuJoCo, ...
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
         envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
     if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        fail(
-            f"{env_id} has {envs.single_action_space} actions; {SCRIPT} needs Discrete "
-            "actions: use ppo_continuous.py for Box actions"
-        )
+        kind = f"{envs.single_action_space} actions; {SCRIPT} needs Discrete ones"
+        fail(f"{env_id} has {kind}: use ppo_continuous.py for Box actions")
     envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
     return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
 
 
-def env_processes(env_id, num_envs, max_steps):
-    """--async-envs: gymnasium's AsyncVectorEnv, each env stepped in a process of its own.
-    Ctrl-C reaches every process of the terminal: the env processes ignore it, and this one
-    closes them. An env process that fails or dies gives one line and exit status 1."""
-    default = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the new processes inherit
-    try:
-        envs = gym.make_vec(
-            env_id, num_envs=num_envs, vectorization_mode="async", max_episode_steps=max_steps
-        )
-    finally:
-        signal.signal(signal.SIGINT, default)
-    return OneLineErrors(envs)
+class EnvProcesses(gym.vector.VectorWrapper):
+    """--async-envs: a process for each env; one that fails or dies: one line, exit 1."""
 
-
-class OneLineErrors(gym.vector.VectorWrapper):
-    """Env processes that fail or die: one line and exit 1, not a traceback from each."""
+    def __init__(self, env_id, kwargs):
+        default = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the new processes inherit
+        try:
+            super().__init__(gym.make_vec(env_id, vectorization_mode="async", **kwargs))
+        finally:
+            signal.signal(signal.SIGINT, default)
 
     def reset(self, **kwargs):
         return self.quietly(self.env.reset, **kwargs)
@@ -329,9 +306,7 @@ class OneLineErrors(gym.vector.VectorWrapper):
         finally:
             gym.logger.min_level = level
 
-    def close(self, **kwargs):
-        """End the env processes now: a stop may come in the middle of a step, or find them
-        dead (SIGTERM to the whole group)."""
+    def close(self, **kwargs):  # at once: a stop may come mid-step, or find them dead
         for process in self.env.processes:
             process.terminate()
             process.join()
@@ -340,19 +315,18 @@ class OneLineErrors(gym.vector.VectorWrapper):
 
 def make_eval_env(env_id, video_dir=None):
     """One env for the final evaluation, recording video if asked."""
-    max_steps = find_spec(env_id).max_episode_steps or 1000  # as in make_env
-    mode = "rgb_array" if video_dir else None
-    env = gym.make(env_id, max_episode_steps=max_steps, render_mode=mode)
+    steps = find_spec(env_id).max_episode_steps or 1000  # as in make_env
+    env = gym.make(env_id, max_episode_steps=steps, render_mode="rgb_array" if video_dir else None)
     if needs_flattening(env.observation_space, env_id):
         env = gym.wrappers.FlattenObservation(env)  # the vectors that training saw
     if video_dir:
         try:
-            recorder = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
             env.reset(seed=0)
             env.render()  # a missing renderer (pygame) fails now, not after training
-        except gym.error.DependencyNotInstalled as error:  # moviepy or the renderer
-            fail(f"--capture-video: {error}")
-        env = recorder
+            env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
+        except Exception as error:  # no moviepy, no pygame, no OpenGL for MuJoCo
+            gl = "mujoco" in str(env.spec) and "; with no display, set MUJOCO_GL=egl or osmesa"
+            fail(f"--capture-video: cannot film {env_id}: {error}{gl or ''}")
     return env
 
 
@@ -382,19 +356,20 @@ def load_model(agent, path):
 
 
 class Run:
-    """TensorBoard (CleanRL's tags), a progress line every 2 s, each episode's (step, return);
-    checkpoints every --checkpoint-every steps, --resume from one, SIGTERM stopping like Ctrl-C."""
+    """TensorBoard, W&B, progress, videos, checkpoints, --resume, SIGTERM stopping like Ctrl-C."""
 
     def __init__(self, args, run_dir, agent, optimizer, envs):
         self.args, self.run_dir, self.agent, self.optimizer = args, run_dir, agent, optimizer
         self.envs, self.checkpoint = envs, f"{run_dir}/checkpoint.pt"
-        self.iteration = self.global_step = 0
-        self.episode_returns, self.ended_episodes = [], []
+        self.iteration, self.global_step, self.episode_returns, self.ended_episodes = 0, 0, [], []
         if args.resume:  # weights, optimizer, statistics, counters, RNGs and episodes go on
             self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=False))
-        self.printed_step = self.global_step
-        # After a --resume, TensorBoard drops what the stopped run logged past its checkpoint.
-        purge_step = self.global_step + 1 if args.resume else None
+        try:  # for TensorBoard's files
+            Path(run_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            fail(f"cannot make the run directory: {error}")
+        self.wandb = self.track(args) if args.track else None  # before the writer it syncs
+        purge_step = self.global_step + 1 if args.resume else None  # drop logs past it
         self.writer = SummaryWriter(run_dir, purge_step=purge_step)
         table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
         self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table, self.global_step)
@@ -402,15 +377,26 @@ class Run:
         print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}{resumed}")
         self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
         self.snapshot = self.state() if args.checkpoint_every else None
-        self.signal, self.training = None, True
+        self.signal, self.training, self.frames = None, True, None  # frames: of a filmed rollout
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         self.start_time, self.start_step = time.time(), self.global_step
-        self.last_print = self.start_time
+        self.last_print, self.printed_step = self.start_time, self.global_step
+        # --capture-video: film the rollout after every video_every-th, a tenth of the run
+        rollouts = args.total_timesteps // (args.num_envs * args.num_steps)
+        self.video_every = (args.video_every or max(1, rollouts // 10)) * args.capture_video
 
     def episodes(self, global_step, infos):
-        """Note which envs ended an episode at this step, and its return and length."""
+        """Note which envs ended an episode at this step, and its return and length; film."""
         if "_episode" in infos:  # written once per rollout, by update()
             self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
+        try:  # in a filmed rollout, a frame of up to 16 envs, each 128 px wide or less
+            if self.frames is not None:
+                frames = np.stack(self.envs.render()[:16])
+                every = -(-frames.shape[2] // 128)  # keep every n-th pixel, n rounded up
+                self.frames.append(frames[:, ::every, ::every])
+        except Exception as error:  # no renderer, or no display: one warning, no more films
+            print(f"{SCRIPT}: warning: training goes on unfilmed: {error}", file=sys.stderr)
+            self.frames, self.video_every = None, 0
 
     def update(self, iteration, global_step, **losses):
         """After each update: learning rate, SPS, losses/NAME, progress(); checkpoint if due."""
@@ -420,52 +406,45 @@ class Run:
         self.writer.add_scalar("charts/SPS", self.sps(global_step), global_step)
         for name, value in losses.items():
             self.writer.add_scalar(f"losses/{name}", value.item(), global_step)
+        if self.frames:  # the rollout just filmed
+            self.write_gif("videos/training", np.stack(self.frames), global_step)
+        self.frames = [] if self.video_every and iteration % self.video_every == 0 else None
         self.progress(global_step)
         if self.args.checkpoint_every:
             self.snapshot = self.state()  # what a stop before the next update saves
             if global_step - (self.saved_step or 0) >= self.args.checkpoint_every:
                 self.save()
 
-    def sps(self, global_step):
-        """Env steps per second, of this process (not those before a --resume)."""
+    def sps(self, global_step):  # env steps per second of this process, not before a --resume
         return int((global_step - self.start_step) / (time.time() - self.start_time))
 
     def progress(self, global_step, end=False):
         """The episodes that ended since the last call; progress every 2 s and at the end."""
-        log_episodes(self.writer, self.ended_episodes, self.episode_returns)
+        if self.ended_episodes:
+            log_episodes(self.writer, self.ended_episodes, self.episode_returns)
         self.ended_episodes, sps = [], self.sps(global_step)
         if time.time() - self.last_print > 2 or (end and self.printed_step != global_step):
             self.last_print, self.printed_step = time.time(), global_step
             recent = np.mean([r for _, r in self.episode_returns[-20:]] or [np.nan])
             left = max(0, self.args.total_timesteps - global_step) / max(sps, 1)
-            print(
-                f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5} | "
-                f"{left:4.0f}s left | return (last 20 episodes) {recent:6.1f}"
-            )
+            steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5}"
+            print(f"{steps} | {left:4.0f}s left | return (last 20 episodes) {recent:6.1f}")
 
-    def reward_normalizers(self):
-        """The NormalizeReward wrappers around the envs (ppo_continuous.py has one)."""
-        envs, found = self.envs, []
-        while envs is not None:
-            found += [envs] if hasattr(envs, "return_rms") else []
-            envs = getattr(envs, "env", None)
-        return found
+    def reward_normalizers(self):  # the NormalizeReward wrappers (ppo_continuous.py has one)
+        wrappers = [self.envs]
+        while hasattr(wrappers[-1], "env"):
+            wrappers.append(wrappers[-1].env)
+        return [wrapper for wrapper in wrappers if hasattr(wrapper, "return_rms")]
 
     def state(self):
         """All that --resume needs, copied: as of the last update, whenever a stop comes."""
         rng = random.getstate(), np.random.get_state(), torch.get_rng_state()
-        rng += (torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],)
+        rng += (torch.cuda.get_rng_state_all(),)  # [] without CUDA
         agent, optimizer = copy.deepcopy((self.agent.state_dict(), self.optimizer.state_dict()))
-        return dict(
-            agent=agent,
-            optimizer=optimizer,
-            return_rms=[copy.deepcopy(w.return_rms) for w in self.reward_normalizers()],
-            iteration=self.iteration,
-            global_step=self.global_step,
-            episode_returns=list(self.episode_returns),
-            rng=rng,
-            args=dict(vars(self.args)),
-        )
+        return_rms = [copy.deepcopy(w.return_rms) for w in self.reward_normalizers()]
+        state = dict(agent=agent, optimizer=optimizer, return_rms=return_rms, rng=rng)
+        state |= dict(iteration=self.iteration, global_step=self.global_step)
+        return state | dict(episode_returns=list(self.episode_returns), args=dict(vars(self.args)))
 
     def restore(self, checkpoint):
         """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
@@ -479,16 +458,45 @@ class Run:
         random.setstate(python_rng)
         np.random.set_state(numpy_rng)
         torch.set_rng_state(torch_rng)
-        if cuda_rngs and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(cuda_rngs)
+        torch.cuda.set_rng_state_all(cuda_rngs)  # none without CUDA
 
     def save(self):
-        """checkpoint.pt <- the snapshot, written beside it and renamed over it: a kill at any
-        moment leaves the last checkpoint whole."""
+        """checkpoint.pt <- the snapshot, written beside it and renamed: a kill leaves it whole."""
         torch.save(self.snapshot, f"{self.checkpoint}.tmp")
         Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
         self.saved_step = self.snapshot["global_step"]
         self.writer.flush()  # after a kill, the curves reach the checkpoint at least
+
+    def write_gif(self, tag, frames, step):
+        """Frames (T, N, H, W, 3): a GIF of 4 envs a row (torch's add_video needs moviepy 1)."""
+        from io import BytesIO
+
+        from PIL import Image
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        t, n, h, w, c = frames.shape
+        rows, cols = -(-n // 4), min(n, 4)
+        tiles = np.pad(frames, [(0, 0), (0, rows * cols - n), (0, 0), (0, 0), (0, 0)])
+        grid = tiles.reshape(t, rows, cols, h, w, c).swapaxes(2, 3).reshape(t, rows * h, -1, c)
+        gif, images = BytesIO(), [Image.fromarray(frame) for frame in grid]
+        images[0].save(gif, "GIF", save_all=True, append_images=images[1:], duration=40, loop=0)
+        image = Summary.Image(height=rows * h, width=cols * w, encoded_image_string=gif.getvalue())
+        summary = Summary(value=[Summary.Value(tag=tag, image=image)])
+        self.writer.file_writer.add_summary(summary, step)
+
+    def track(self, args):
+        """--track: W&B syncs TensorBoard, with flags and code; its id is kept for --resume."""
+        args.wandb_id = getattr(args, "wandb_id", None) or f"{time.time_ns():x}"
+        names = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=args.wandb_id)
+        what = dict(name=Path(self.run_dir).name, config=vars(args), sync_tensorboard=True)
+        try:  # WANDB_MODE=offline needs no account
+            import wandb
+
+            return wandb.init(**names, **what, save_code=True, resume="allow")
+        except ImportError:
+            fail("--track needs wandb: pip install wandb")
+        except Exception as error:  # not logged in, no network, a bad project name
+            fail(f"--track: {error}; with no W&B account, set WANDB_MODE=offline")
 
     def stop(self, signum, frame):
         """SIGTERM (Slurm, docker stop): stop like Ctrl-C; finish() exits with 128 + 15."""
@@ -496,22 +504,9 @@ class Run:
         if self.training:  # in finish(), the run ends as it would have, then exits
             raise KeyboardInterrupt
 
-    def stopped(self, global_step):
-        """The line that says what stopped the run, and how to go on."""
-        how = f"stopped by {'SIGTERM' if self.signal else 'Ctrl-C'} at step {global_step}"
-        if not self.args.checkpoint_every:
-            return f"{SCRIPT}: {how}; no checkpoint to resume from (--checkpoint-every is 0)"
-        go_on = f"python {SCRIPT} --resume {self.run_dir}"
-        return (
-            f"{SCRIPT}: {how}; checkpoint of step {self.saved_step} in {self.checkpoint}; {go_on}"
-        )
-
 
 def log_episodes(writer, ended_episodes, history):
-    """The episodes that ended in a rollout, from (global step, which envs ended, their
-    info["episode"]) per step: each if few, else their mean and count (add_scalar: ~0.1 ms)."""
-    if not ended_episodes:
-        return
+    """The episodes that ended in a rollout: each if few, else their mean (add_scalar: ~0.1 ms)."""
     steps, ended, episodes = zip(*ended_episodes, strict=True)
     ended = torch.stack([torch.as_tensor(done) for done in ended]).cpu()
     returns = torch.stack([torch.as_tensor(e["r"]) for e in episodes]).cpu()[ended].tolist()
@@ -537,8 +532,11 @@ def finish(args, agent, envs, eval_env, run, global_step=0, interrupted=False):
     run.progress(global_step, end=global_step > 0 and not interrupted)
     if run.snapshot is not None and run.snapshot["global_step"] != run.saved_step:
         run.save()  # the last update's state; a finished run can go on with more steps, too
-    if interrupted:
-        print(run.stopped(global_step))
+    if interrupted:  # what stopped the run, and how to go on
+        how = f"stopped by {'SIGTERM' if run.signal else 'Ctrl-C'} at step {global_step}"
+        go_on = f"checkpoint of step {run.saved_step} in {run.checkpoint}; python {SCRIPT} --resume"
+        end = f"{go_on} {run.run_dir}" if args.checkpoint_every else "no checkpoint to resume from"
+        print(f"{SCRIPT}: {how}; {end}")
     if args.save_model:
         torch.save(agent.state_dict(), f"{run.run_dir}/{Path(SCRIPT).stem}.pt")
         print(f"saved the weights to {run.run_dir}/{Path(SCRIPT).stem}.pt")
@@ -551,6 +549,8 @@ def finish(args, agent, envs, eval_env, run, global_step=0, interrupted=False):
         print(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
     eval_env.close()
     run.writer.close()
+    if run.wandb:  # after the writer: W&B syncs its last events
+        run.wandb.finish()
     signal.signal(signal.SIGTERM, run.default_sigterm)
     if run.signal:  # the conventional status: 128 + the signal's number, 143 for SIGTERM
         sys.exit(128 + run.signal)
