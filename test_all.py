@@ -2565,6 +2565,40 @@ def test_track_without_wandb_is_one_line_naming_the_pip_command(
     assert one_line_error(capsys, exc, script).endswith("--track needs wandb: pip install wandb")
 
 
+@needs_filming
+def test_track_with_no_wandb_account_is_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env["HOME"] = str(tmp_path)  # no ~/.netrc, no W&B settings
+    argv = ["ppo.py", *flags("--num-envs 2 --num-steps 16 --total-timesteps 32 --track")]
+    done = subprocess.run(
+        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    lines = done.stderr.strip().splitlines()
+    assert (
+        done.returncode == 2 and len(lines) == 1 and lines[0].startswith("ppo.py: error: --track")
+    )
+    assert "WANDB_MODE=offline" in lines[0]
+
+
+@pytest.mark.skipif(not installed("mujoco"), reason="needs MuJoCo")
+@pytest.mark.parametrize("gl", ["osmesa", "glfw"])
+def test_mujoco_that_cannot_render_is_one_line(gl, tmp_path):
+    """Without a display, MuJoCo renders through MUJOCO_GL=egl or osmesa; one that fails to
+    load, or glfw with no display, stops the run before training with one line."""
+    env = dict(os.environ, MUJOCO_GL=gl, DISPLAY="")
+    argv = ["ppo_continuous.py", "--env-id", "InvertedPendulum-v5", "--capture-video"]
+    argv += [*flags("--num-envs 2 --num-steps 16 --total-timesteps 32"), "--run-dir", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    if done.returncode == 0:
+        pytest.skip(f"MUJOCO_GL={gl} renders on this machine")
+    last = done.stderr.strip().splitlines()[-1]  # after glfw's own warnings, if any
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert last.startswith("ppo_continuous.py: error: ")
+    assert gl == "osmesa" or "MUJOCO_GL=egl" in last
+
+
 def test_write_gif_tiles_four_envs_a_row(tmp_path):
     frames = np.zeros((3, 6, 10, 20, 3), np.uint8)  # 3 steps of 6 envs, 10 x 20 pixels each
     for env in range(6):
@@ -2741,6 +2775,8 @@ def test_any_flags_any_values_exit_0_1_or_2_in_one_line(script):
     )
     @given(drawn.map(lambda parts: small + [word for part in parts for word in part]))
     def check(argv):
+        if os.environ.get("FUZZ_VERBOSE"):
+            print(argv, flush=True)
         child.stdin.write(json.dumps(argv) + "\n")
         child.stdin.flush()
         code, printed, _ = json.loads(child.stdout.readline())

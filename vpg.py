@@ -318,7 +318,7 @@ def make_env(env_id, num_envs, device, processes=False, video=False):
         kwargs = dict(num_envs=num_envs, render_mode="rgb_array" if video else None)  # to film
         kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # CliffWalking-v1 has none
         envs = EnvProcesses(env_id, kwargs) if processes else gym.make_vec(env_id, **kwargs)
-    except (gym.error.Error, ImportError) as error:  # unknown id or module, no MuJoCo, ...
+    except Exception as error:  # unknown id or module, no MuJoCo, a MUJOCO_GL that fails
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
         envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
