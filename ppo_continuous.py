@@ -560,9 +560,9 @@ class Run:
             self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
         try:  # in a filmed rollout, a frame of up to 16 envs, each 128 px wide or less
             if self.frames is not None:
-                frames = np.stack(self.envs.render()[:16])
-                every = -(-frames.shape[2] // 128)  # keep every n-th pixel, n rounded up
-                self.frames.append(frames[:, ::every, ::every])
+                frames = self.envs.render()[:16]
+                every = -(-frames[0].shape[1] // 128)  # keep every n-th pixel, n rounded up
+                self.frames.append(np.stack([frame[::every, ::every] for frame in frames]))
         except Exception as error:  # no renderer, or no display: one warning, no more films
             print(f"{SCRIPT}: warning: training goes on unfilmed: {error}", file=sys.stderr)
             self.frames, self.video_every = None, 0
@@ -647,7 +647,7 @@ class Run:
         rows, cols = -(-n // 4), min(n, 4)
         tiles = np.pad(frames, [(0, 0), (0, rows * cols - n), (0, 0), (0, 0), (0, 0)])
         grid = tiles.reshape(t, rows, cols, h, w, c).swapaxes(2, 3).reshape(t, rows * h, -1, c)
-        gif, images = BytesIO(), [Image.fromarray(frame) for frame in grid]
+        gif, images = BytesIO(), [Image.fromarray(frame).quantize(method=2) for frame in grid]
         images[0].save(gif, "GIF", save_all=True, append_images=images[1:], duration=40, loop=0)
         image = Summary.Image(height=rows * h, width=cols * w, encoded_image_string=gif.getvalue())
         summary = Summary(value=[Summary.Value(tag=tag, image=image)])
