@@ -20,6 +20,8 @@ Layout, one section per kind of check:
  12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
  13. --async-envs: each env in a process of its own, its failures in one line;
  14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds.
+ 17. watching it learn: --track (W&B offline, read back), training videos; any flags, any values
+     (a randomized command-line test: hypothesis, 200 examples a script, FUZZ_EXAMPLES to change).
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
