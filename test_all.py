@@ -2247,17 +2247,25 @@ def test_mujoco_suite_table_scores_each_seeds_final_evaluation(tmp_path, monkeyp
         (tmp_path / name).mkdir()
         raw = [{"seed": s, "eval_returns": returns} for s, returns in seeds.items()]
         (tmp_path / name / "raw.json").write_text(json.dumps({"runs": raw}))
-    mujoco_suite.table()
+    mujoco_suite.table(reps=2000)
     rows = {
         line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
         for line in (tmp_path / "mujoco_suite.md").read_text().splitlines()
         if line.startswith("| ") and "-v5" in line
     }
-    # Hopper: mean 7000/3 = 2333, population std 1027 (by hand), below 2609; one seed above
-    assert rows["[Hopper-v5](hopper/table.md)"][:4] == ["3", "2333 ± 1027", "1/3", "2609"]
-    assert rows["[Hopper-v5](hopper/table.md)"][-1] == "2500, 3500, 1000"
+    # Hopper: mean 7000/3 = 2333, population std 1027 (by hand), below 2609; one seed above.
+    # With 3 seeds the 25% trimmed mean trims none: the IQM is the mean, and the bootstrap's
+    # interval lies between the lowest and the highest seed.
+    hopper = rows["[Hopper-v5](hopper/table.md)"]
+    assert hopper[:2] == ["3", "2333 ± 1027"] and hopper[3:5] == ["1/3", "2609"]
+    iqm, interval = hopper[2].split(" [")
+    low, high = map(float, interval.rstrip("]").split(", "))
+    assert iqm == "2333" and 1000 <= low < 2333 < high <= 3500
+    assert hopper[-1] == "2500, 3500, 1000"
     # Reacher: mean -3.6 >= -4.1 is bold; a seed equal to the figure counts as at it
-    assert rows["[Reacher-v5](reacher/table.md)"][:4] == ["2", "**-3.60 ± 0.50**", "2/2", "-4.1"]
+    reacher = rows["[Reacher-v5](reacher/table.md)"]
+    assert reacher[:2] == ["2", "**-3.60 ± 0.50**"] and reacher[3:5] == ["2/2", "-4.1"]
+    assert reacher[2].startswith("-3.60 [")  # two decimals, as its mean
     assert rows["Ant-v5"][:2] == ["0", "not run"]
 
 
@@ -2269,7 +2277,8 @@ def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch
     calls = []
     monkeypatch.setattr(mujoco_suite.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
     argv = ["run", "--envs", "Ant-v5", "Swimmer-v5", "--seeds", "1", "2", "--results"]
-    mujoco_suite.run(mujoco_suite.parse_args([*argv, str(tmp_path), "--extra", "--ent-coef 0.01"]))
+    argv = [*argv, str(tmp_path), "--extra", "--ent-coef 0.01", "--reps", "100"]
+    mujoco_suite.run(mujoco_suite.parse_args(argv))
     extras = [cmd[cmd.index("--extra") + 1].split() for cmd in calls]
     r, swimmer = mujoco_suite.R.split(), mujoco_suite.SWIMMER.split()
     # R first, then Swimmer's own flags, then the idea's: argparse takes the last of a flag.
@@ -2284,7 +2293,7 @@ def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch
         (tmp_path / "ant").mkdir(exist_ok=True)
         raw = {"extra": extra, "scripts": [script], "runs": [{"seed": 1, "eval_returns": [1.0]}]}
         (tmp_path / "ant" / "raw.json").write_text(json.dumps(raw))
-        mujoco_suite.table(tmp_path)
+        mujoco_suite.table(tmp_path, reps=100)
         return (tmp_path / "mujoco_suite.md").read_text().split(" (Swimmer")[0]
 
     assert table_head(f" {mujoco_suite.R}") == "ppo_continuous.py, 1M steps, recipe R"
@@ -2296,7 +2305,7 @@ def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch
     )
     raw = json.loads((tmp_path / "ant" / "raw.json").read_text())
     (tmp_path / "ant" / "raw.json").write_text(json.dumps({**raw, "total_timesteps": 4096}))
-    mujoco_suite.table(tmp_path)
+    mujoco_suite.table(tmp_path, reps=100)
     assert (tmp_path / "mujoco_suite.md").read_text().startswith("ppo_continuous.py, 4,096 steps,")
 
 
@@ -2401,3 +2410,77 @@ def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):
     assert other.returncode == 1 and other.stdout == ""
     assert other.stderr.startswith("run.py: error: --append:") and other.stderr.count("\n") == 1
     assert [r["seed"] for r in json.loads((tmp_path / "raw.json").read_text())["runs"]] == [1, 2]
+
+
+# ----------------------------------------------------------------------------------------------
+# 15. The docs and the tools behind their figures: every relative link resolves, every results
+#     folder is cited; format and lint; rliable's IQM (benchmarks/iqm.py); SB3's settings
+# ----------------------------------------------------------------------------------------------
+
+
+def test_iqm_of_known_numbers_and_its_bootstrap_interval():
+    import itertools
+
+    from benchmarks import iqm
+
+    # The IQM is scipy's 25% trimmed mean: with 5 scores it drops the lowest and the highest,
+    # with 8 the two lowest and the two highest. One wild seed moves the mean, not the IQM.
+    assert iqm.iqm_interval([4, 100, 2, 1, 3], reps=200)[0] == 3.0  # (2 + 3 + 4) / 3
+    assert iqm.iqm_interval([0, 10, 20, 30, 40, 50, 60, 1000], reps=200)[0] == 35.0
+    assert iqm.iqm_interval([5.0] * 4, reps=200) == (5.0, 5.0, 5.0)
+    # The interval: the 2.5% and 97.5% points of the IQMs of resampled seeds. With 5 scores
+    # there are 5^5 equally likely resamples; the exact points are 4/3 (the IQM of 1, 1, 2 in
+    # the middle) and 68 ((4 + 100 + 100) / 3), each on a plateau wide enough that rliable's
+    # Monte Carlo draw lands on it.
+    scores = [1.0, 2.0, 3.0, 4.0, 100.0]
+    every = [
+        np.sort(np.take(scores, idx))[1:4].mean() for idx in itertools.product(range(5), repeat=5)
+    ]
+    assert np.percentile(every, [2.5, 97.5]) == pytest.approx([4 / 3, 68.0])
+    np.random.seed(123)
+    before = np.random.get_state()[1].copy()
+    result = iqm.iqm_interval(scores, reps=20_000)
+    assert result == pytest.approx((3.0, 4 / 3, 68.0))
+    assert np.array_equal(np.random.get_state()[1], before)  # numpy's global RNG left as found
+    assert iqm.iqm_interval(scores, reps=3000, seed=7) == iqm.iqm_interval(scores, 3000, seed=7)
+    # mean 22, population std sqrt((21² + 20² + 19² + 18² + 78²) / 5) = 39.01; decimals by size
+    assert iqm.spread(scores, reps=2000) == ("22 ± 39", "3 [1, 68]")
+    assert iqm.spread(scores, reps=2000, decimals=2) == ("22.00 ± 39.01", "3.00 [1.33, 68.00]")
+
+
+def test_iqm_reads_raw_json_and_scores_the_peak_as_tianshou_does(tmp_path, capsys):
+    import json
+
+    from benchmarks import iqm
+
+    # Two seeds of one script and one of a variant; episodes are (env step, seconds, return).
+    raw = {
+        "runs": [
+            {
+                "script": "a.py",
+                "seed": 1,
+                "eval_returns": [10, 20],
+                "episodes": [[5, 0, 1.0], [8, 0, 3.0], [12, 0, 5.0], [25, 0, 7.0], [29, 0, 9.0]],
+            },
+            {
+                "script": "a.py",
+                "seed": 2,
+                "eval_returns": [30],
+                "episodes": [[10, 0, 2.0], [20, 0, 4.0], [30, 0, 0.0]],
+            },
+            {"script": "b", "seed": 1, "eval_returns": [1, 2, 3], "episodes": [[10, 0, 1.0]]},
+        ]
+    }
+    assert iqm.final_evaluations(raw) == {"a.py": {1: 15.0, 2: 30.0}, "b": {1: 2.0}}
+    # Every 10 steps up to 30, each seed's last 2 episodes that ended by then:
+    # seed 1: (1+3)/2 = 2, (3+5)/2 = 4, (7+9)/2 = 8; seed 2: 2, (2+4)/2 = 3, (4+0)/2 = 2.
+    # Their mean: 2, 3.5, 5; the peak is 5 at step 30.
+    peak, step, curve = iqm.peak_of_mean_curve(raw, "a.py", every=10, episodes=2, until=30)
+    assert (peak, step) == (5.0, 30) and curve == [(10, 2.0), (20, 3.5), (30, 5.0)]
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    out = iqm.table([tmp_path], reps=100)
+    assert f"| {tmp_path.name} | a.py | 1,2 | 22.5 ± 7.5 | 22.5 [" in out
+    assert f"| {tmp_path.name} | b | 1 | 2.00 ± 0.00 | 2.00 [2.00, 2.00] |" in out
+    with pytest.raises(SystemExit) as exc:
+        iqm.parse_args([str(tmp_path / "nothing")])
+    assert exc.value.code == 2 and "no raw.json there" in capsys.readouterr().err
