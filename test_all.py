@@ -2484,3 +2484,31 @@ def test_iqm_reads_raw_json_and_scores_the_peak_as_tianshou_does(tmp_path, capsy
     with pytest.raises(SystemExit) as exc:
         iqm.parse_args([str(tmp_path / "nothing")])
     assert exc.value.code == 2 and "no raw.json there" in capsys.readouterr().err
+
+
+def test_sb3_ppo_settings_are_rl_zoo3s_own():
+    import importlib.metadata
+    import importlib.util
+
+    import yaml
+
+    from benchmarks import sb3_ppo
+
+    # rl_zoo3 is found, not imported: importing it patches gymnasium for the whole process.
+    spec = importlib.util.find_spec("rl_zoo3")
+    assert spec is not None, "rl_zoo3 is missing: pip install -r requirements-dev.txt"
+    path = Path(spec.submodule_search_locations[0]) / "hyperparams" / "ppo.yml"
+    zoo = yaml.safe_load(path.read_text())
+    version = importlib.metadata.version("rl_zoo3")
+    assert f"rl-zoo3 {version} `hyperparams/ppo.yml`" in sb3_ppo.__doc__  # the copy names it
+    assert sorted(sb3_ppo.ZOO) == ["CartPole-v1", "Pendulum-v1"]
+    for env_id, ours in sb3_ppo.ZOO.items():
+        theirs = zoo[env_id]
+        assert sorted(ours) == sorted(theirs), env_id  # no setting left out or added
+        for key, value in theirs.items():
+            if isinstance(value, str) and value.startswith("lin_"):  # X * progress_remaining
+                start = float(value.removeprefix("lin_"))
+                got = [ours[key](p) for p in (1.0, 0.25, 0.0)]
+                assert got == pytest.approx([start, start / 4, 0.0]), (env_id, key)
+            else:
+                assert ours[key] == value, (env_id, key, ours[key], value)
