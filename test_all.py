@@ -19,7 +19,10 @@ Layout, one section per kind of check:
  11. benchmarks/tune.py: two workers on one study (a journal file, a real PostgreSQL), pruning.
  12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
  13. --async-envs: each env in a process of its own, its failures in one line;
- 14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds.
+ 14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds;
+ 15. the docs and the tools behind their figures: every relative link in README.md, docs/ and
+     benchmarks/ resolves (files, and headings by GitHub's anchors), every results folder is
+     cited; ruff format and lint; benchmarks/iqm.py (rliable's IQM); sb3_ppo.py's rl-zoo settings.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -2512,3 +2515,124 @@ def test_sb3_ppo_settings_are_rl_zoo3s_own():
                 assert got == pytest.approx([start, start / 4, 0.0]), (env_id, key)
             else:
                 assert ours[key] == value, (env_id, key, ours[key], value)
+
+
+REPO = Path(__file__).resolve().parent
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def docs_pages():
+    """The pages a visitor reads: README.md, docs/*.md, benchmarks/README.md, and the notes kept
+    beside the results (benchmarks/results/**/*.md)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return pages + [REPO / "benchmarks" / "README.md", *sorted(RESULTS.rglob("*.md"))]
+
+
+def prose(text):
+    """The markdown outside fenced code blocks, with inline code spans emptied."""
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", text, flags=re.S | re.M)
+    return re.sub(r"(`+)(?:(?!\1).)+?\1", "``", text)
+
+
+def github_slug(heading):
+    """The anchor GitHub gives a heading: its text as rendered (code marks, emphasis and link
+    syntax gone), lower-cased, every character that is not a letter, digit, '_', '-' or space
+    dropped, and each space made a '-'."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = re.sub(r"[`*]", "", text).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path):
+    """The anchors of a markdown file's headings, with GitHub's -1, -2 for repeated ones."""
+    seen, found = {}, set()
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", path.read_text(), flags=re.S | re.M)
+    for match in re.finditer(r"^#{1,6}\s+(.*?)\s*#*\s*$", text, flags=re.M):
+        slug = github_slug(match.group(1))
+        found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def broken_links(page):
+    """(target, why) for each relative link of a markdown page that does not resolve."""
+    broken, checked = [], 0
+    for target in re.findall(
+        r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)", prose(page.read_text())
+    ):
+        if re.match(r"[a-z][a-z0-9+.-]*:|//", target, flags=re.I):
+            continue  # https:, mailto: ...: not relative
+        checked += 1
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
+        if not path.exists():
+            broken.append((target, "no such file"))
+        elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+            broken.append((target, f"no heading with anchor #{anchor} in {path.name}"))
+    return broken, checked
+
+
+def test_github_slugs_and_the_link_check_on_a_hand_made_page(tmp_path):
+    # Headings of this repository's pages, with the anchors GitHub gave them
+    assert github_slug("Scaling up: CartPole in torch, and when `--cuda` helps") == (
+        "scaling-up-cartpole-in-torch-and-when---cuda-helps"
+    )
+    assert github_slug("ppo_gae.py against Stable-Baselines3 on CartPole-v1 (SB3: 1-5)") == (
+        "ppo_gaepy-against-stable-baselines3-on-cartpole-v1-sb3-1-5"
+    )
+    assert github_slug("Why CartPoleTorch lives in benchmarks/") == (
+        "why-cartpoletorch-lives-in-benchmarks"
+    )
+    assert github_slug("Greedy eval: 7358 ± 1809, **bold** [a link](x.md)") == (
+        "greedy-eval-7358--1809-bold-a-link"
+    )
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "there.md").write_text("# Two words\n\n## Two words\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Top\n\n[ok](sub/there.md#two-words) [ok](sub/there.md#two-words-1) [ok](#top)\n"
+        "[web](https://example.com/x) ![img](sub/there.md)\n"
+        "[gone](sub/gone.md) [bad anchor](sub/there.md#three-words) [bad](#bottom)\n"
+        "`[in code](nowhere.md)`\n```bash\n[in a block](nowhere.md)\n```\n"
+    )
+    broken, checked = broken_links(page)
+    assert checked == 7  # the web link and the two in code are not relative links to check
+    assert [target for target, _ in broken] == [
+        "sub/gone.md",
+        "sub/there.md#three-words",
+        "#bottom",
+    ]
+
+
+def test_every_relative_link_of_the_docs_resolves():
+    total, broken = 0, []
+    for page in docs_pages():
+        found, checked = broken_links(page)
+        total += checked
+        broken += [(str(page.relative_to(REPO)), *item) for item in found]
+    assert not broken, broken
+    assert total > 100  # the pages do link to their tables, plots and sections
+
+
+def test_every_results_folder_is_cited_and_every_cited_one_exists():
+    text = "\n".join(
+        page.read_text()
+        for page in [
+            REPO / "README.md",
+            *(REPO / "docs").glob("*.md"),
+            REPO / "benchmarks" / "README.md",
+        ]
+    )
+    cited = set(re.findall(r"\bbenchmarks/results/([\w.-]*\w)", text))
+    cited |= set(re.findall(r"(?<![\w/])results/([\w.-]*\w)", text))  # benchmarks/README's own
+    kept = {entry.name for entry in RESULTS.iterdir()}
+    assert not cited - kept, f"cited, not in benchmarks/results: {sorted(cited - kept)}"
+    assert not kept - cited, f"in benchmarks/results, cited nowhere: {sorted(kept - cited)}"
+
+
+@pytest.mark.parametrize("argv", [("format", "--check", "."), ("check", ".")])
+def test_ruff_format_and_lint_pass(argv):
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", *argv], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
