@@ -19,7 +19,10 @@ Layout, one section per kind of check:
  11. benchmarks/tune.py: two workers on one study (a journal file, a real PostgreSQL), pruning.
  12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
  13. --async-envs: each env in a process of its own, its failures in one line;
- 14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds.
+ 14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds;
+ 15. the docs and the tools behind their figures: every relative link in README.md, docs/ and
+     benchmarks/ resolves (files, and headings by GitHub's anchors), every results folder is
+     cited; ruff format and lint; benchmarks/iqm.py (rliable's IQM); sb3_ppo.py's rl-zoo settings.
  17. watching it learn: --track (W&B offline, read back), training videos; any flags, any values
      (a randomized command-line test: hypothesis, 200 examples a script, FUZZ_EXAMPLES to change).
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
@@ -2258,17 +2261,25 @@ def test_mujoco_suite_table_scores_each_seeds_final_evaluation(tmp_path, monkeyp
         (tmp_path / name).mkdir()
         raw = [{"seed": s, "eval_returns": returns} for s, returns in seeds.items()]
         (tmp_path / name / "raw.json").write_text(json.dumps({"runs": raw}))
-    mujoco_suite.table()
+    mujoco_suite.table(reps=2000)
     rows = {
         line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
         for line in (tmp_path / "mujoco_suite.md").read_text().splitlines()
         if line.startswith("| ") and "-v5" in line
     }
-    # Hopper: mean 7000/3 = 2333, population std 1027 (by hand), below 2609; one seed above
-    assert rows["[Hopper-v5](hopper/table.md)"][:4] == ["3", "2333 ± 1027", "1/3", "2609"]
-    assert rows["[Hopper-v5](hopper/table.md)"][-1] == "2500, 3500, 1000"
+    # Hopper: mean 7000/3 = 2333, population std 1027 (by hand), below 2609; one seed above.
+    # With 3 seeds the 25% trimmed mean trims none: the IQM is the mean, and the bootstrap's
+    # interval lies between the lowest and the highest seed.
+    hopper = rows["[Hopper-v5](hopper/table.md)"]
+    assert hopper[:2] == ["3", "2333 ± 1027"] and hopper[3:5] == ["1/3", "2609"]
+    iqm, interval = hopper[2].split(" [")
+    low, high = map(float, interval.rstrip("]").split(", "))
+    assert iqm == "2333" and 1000 <= low < 2333 < high <= 3500
+    assert hopper[-1] == "2500, 3500, 1000"
     # Reacher: mean -3.6 >= -4.1 is bold; a seed equal to the figure counts as at it
-    assert rows["[Reacher-v5](reacher/table.md)"][:4] == ["2", "**-3.60 ± 0.50**", "2/2", "-4.1"]
+    reacher = rows["[Reacher-v5](reacher/table.md)"]
+    assert reacher[:2] == ["2", "**-3.60 ± 0.50**"] and reacher[3:5] == ["2/2", "-4.1"]
+    assert reacher[2].startswith("-3.60 [")  # two decimals, as its mean
     assert rows["Ant-v5"][:2] == ["0", "not run"]
 
 
@@ -2280,7 +2291,8 @@ def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch
     calls = []
     monkeypatch.setattr(mujoco_suite.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
     argv = ["run", "--envs", "Ant-v5", "Swimmer-v5", "--seeds", "1", "2", "--results"]
-    mujoco_suite.run(mujoco_suite.parse_args([*argv, str(tmp_path), "--extra", "--ent-coef 0.01"]))
+    argv = [*argv, str(tmp_path), "--extra", "--ent-coef 0.01", "--reps", "100"]
+    mujoco_suite.run(mujoco_suite.parse_args(argv))
     extras = [cmd[cmd.index("--extra") + 1].split() for cmd in calls]
     r, swimmer = mujoco_suite.R.split(), mujoco_suite.SWIMMER.split()
     # R first, then Swimmer's own flags, then the idea's: argparse takes the last of a flag.
@@ -2295,7 +2307,7 @@ def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch
         (tmp_path / "ant").mkdir(exist_ok=True)
         raw = {"extra": extra, "scripts": [script], "runs": [{"seed": 1, "eval_returns": [1.0]}]}
         (tmp_path / "ant" / "raw.json").write_text(json.dumps(raw))
-        mujoco_suite.table(tmp_path)
+        mujoco_suite.table(tmp_path, reps=100)
         return (tmp_path / "mujoco_suite.md").read_text().split(" (Swimmer")[0]
 
     assert table_head(f" {mujoco_suite.R}") == "ppo_continuous.py, 1M steps, recipe R"
@@ -2307,86 +2319,8 @@ def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch
     )
     raw = json.loads((tmp_path / "ant" / "raw.json").read_text())
     (tmp_path / "ant" / "raw.json").write_text(json.dumps({**raw, "total_timesteps": 4096}))
-    mujoco_suite.table(tmp_path)
+    mujoco_suite.table(tmp_path, reps=100)
     assert (tmp_path / "mujoco_suite.md").read_text().startswith("ppo_continuous.py, 4,096 steps,")
-
-
-@pytest.mark.skipif(not installed("mujoco"), reason='needs pip install "gymnasium[mujoco]"')
-def test_antdiag_envs_each_drop_one_change_of_ant_v5():
-    from benchmarks import antdiag  # noqa: F401  (registers the two envs)
-
-    envs = [gym.make(i) for i in ("Ant-v5", "AntNoContactObs-v5", "AntNoContactCost-v5")]
-    ant, no_obs, no_cost = [env.reset(seed=3)[0] for env in envs]
-    actions = np.random.default_rng(0).uniform(-1.0, 1.0, (50, 8))
-    contact_rewards = []
-    for action in actions:  # same seed, same actions: the same ant in all three
-        assert np.array_equal(ant[:27], no_obs) and np.array_equal(ant, no_cost)
-        (ant, r, *_, info), (no_obs, *_), (no_cost, r_no_cost, *_) = (e.step(action) for e in envs)
-        assert r_no_cost == pytest.approx(r - info["reward_contact"], abs=1e-12)
-        contact_rewards.append(info["reward_contact"])
-    assert ant.shape == (105,) and no_obs.shape == (27,)
-    assert min(contact_rewards) < 0  # the ant touched: the reward check above had a cost to drop
-
-
-def test_idp_starts_falls_names_the_reset_seeds_of_the_falls():
-    from benchmarks import idp_starts
-
-    raw = {
-        "runs": [
-            {"seed": 3, "eval_returns": [604.3, 9358.1, 576.9]},
-            {"seed": 1, "eval_returns": [9356.2, 119.2]},
-        ]
-    }
-    # Seed s plays its evaluation episode k from reset(seed=s + 10000 + k).
-    assert idp_starts.falls(raw) == {1: [10002], 3: [10003, 10005]}
-    assert idp_starts.falls(raw, fell=600) == {1: [10002], 3: [10005]}
-
-
-@pytest.mark.skipif(not installed("mujoco"), reason='needs pip install "gymnasium[mujoco]"')
-def test_idp_starts_lqr_holds_the_starts_the_policies_fall_from():
-    from benchmarks import idp_starts
-
-    # 10003 and 10005 tilt the upper pole 0.1 rad, the edge of the reset noise; 10012 spins
-    # every joint. A clipped LQR holds each for 1000 steps: about 9.36 a step.
-    returns = idp_starts.lqr_returns([10003, 10005, 10012])
-    assert all(r > 9350 for r in returns.values()), returns
-    # The gain is no accident of the starts: with the controller off, 10003 falls at once.
-    env = gym.make(idp_starts.ENV_ID)
-    env.reset(seed=10003)
-    steps = next(t for t in range(1, 1001) if env.step(np.zeros(1))[2])
-    assert steps < 50
-
-
-@pytest.mark.skipif(not installed("mujoco"), reason='needs pip install "gymnasium[mujoco]"')
-def test_idp_starts_play_says_when_the_cart_reached_the_rail_before_a_fall(tmp_path):
-    from benchmarks import idp_starts
-
-    env = gym.make(idp_starts.ENV_ID)
-    # The LQR holds start 10003 with the cart near the middle; sent to x = 1.2, beyond the end
-    # of its slider at 1, the cart reaches the rail at step 25 and the poles fall 8 steps on.
-    assert idp_starts.episode(env, idp_starts.lqr_controller(env), 10003)[::2] == (1000, None)
-    steps, total, at_rail = idp_starts.episode(env, idp_starts.lqr_controller(env, 1.2), 10003)
-    assert (steps, at_rail) == (33, 25) and 8.5 * steps < total < 9.4 * steps  # <= 9.36 a step
-    # A saved policy that pushes right at full force, whatever it sees: the poles fall behind
-    # the cart after 4 steps, before it reaches the rail; played as the policy, as a constant.
-    agent = ppo_continuous.Agent(9, 1, critic_hidden=256)
-    with torch.no_grad():
-        agent.actor_mean[-1].weight.zero_()
-        agent.actor_mean[-1].bias.fill_(1.0)
-    torch.save(agent.state_dict(), tmp_path / "ppo_continuous.pt")
-    played = idp_starts.policy_episodes(tmp_path / "ppo_continuous.pt", [10003])
-    assert played[10003] == idp_starts.episode(env, lambda obs: np.ones(1), 10003)
-    assert played[10003][0] == 4 and played[10003][2] is None
-    # Any saved model is played as ppo_continuous.py's own evaluation plays it: through its
-    # observation statistics, with its layer sizes (32 units here, not the default 64).
-    torch.manual_seed(0)
-    agent = ppo_continuous.Agent(9, 1, hidden=32, critic_hidden=16)
-    agent.obs_norm.mean.uniform_(-0.1, 0.1)
-    agent.obs_norm.var.uniform_(0.01, 1.0)
-    torch.save(agent.state_dict(), tmp_path / "ppo_continuous.pt")
-    played = idp_starts.policy_episodes(tmp_path / "ppo_continuous.pt", [10003, 10004])
-    evaluated = ppo_continuous.evaluate(agent, env, 2, 10003, "cpu")
-    assert [total for _, total, _ in played.values()] == evaluated
 
 
 def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):
@@ -2412,6 +2346,229 @@ def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):
     assert other.returncode == 1 and other.stdout == ""
     assert other.stderr.startswith("run.py: error: --append:") and other.stderr.count("\n") == 1
     assert [r["seed"] for r in json.loads((tmp_path / "raw.json").read_text())["runs"]] == [1, 2]
+
+
+# ----------------------------------------------------------------------------------------------
+# 15. The docs and the tools behind their figures: every relative link resolves, every results
+#     folder is cited; format and lint; rliable's IQM (benchmarks/iqm.py); SB3's settings
+# ----------------------------------------------------------------------------------------------
+
+
+def test_iqm_of_known_numbers_and_its_bootstrap_interval():
+    import itertools
+
+    from benchmarks import iqm
+
+    # The IQM is scipy's 25% trimmed mean: with 5 scores it drops the lowest and the highest,
+    # with 8 the two lowest and the two highest. One wild seed moves the mean, not the IQM.
+    assert iqm.iqm_interval([4, 100, 2, 1, 3], reps=200)[0] == 3.0  # (2 + 3 + 4) / 3
+    assert iqm.iqm_interval([0, 10, 20, 30, 40, 50, 60, 1000], reps=200)[0] == 35.0
+    assert iqm.iqm_interval([5.0] * 4, reps=200) == (5.0, 5.0, 5.0)
+    # The interval: the 2.5% and 97.5% points of the IQMs of resampled seeds. With 5 scores
+    # there are 5^5 equally likely resamples; the exact points are 4/3 (the IQM of 1, 1, 2 in
+    # the middle) and 68 ((4 + 100 + 100) / 3), each on a plateau wide enough that rliable's
+    # Monte Carlo draw lands on it.
+    scores = [1.0, 2.0, 3.0, 4.0, 100.0]
+    every = [
+        np.sort(np.take(scores, idx))[1:4].mean() for idx in itertools.product(range(5), repeat=5)
+    ]
+    assert np.percentile(every, [2.5, 97.5]) == pytest.approx([4 / 3, 68.0])
+    np.random.seed(123)
+    before = np.random.get_state()[1].copy()
+    result = iqm.iqm_interval(scores, reps=20_000)
+    assert result == pytest.approx((3.0, 4 / 3, 68.0))
+    assert np.array_equal(np.random.get_state()[1], before)  # numpy's global RNG left as found
+    assert iqm.iqm_interval(scores, reps=3000, seed=7) == iqm.iqm_interval(scores, 3000, seed=7)
+    # mean 22, population std sqrt((21² + 20² + 19² + 18² + 78²) / 5) = 39.01; decimals by size
+    assert iqm.spread(scores, reps=2000) == ("22 ± 39", "3 [1, 68]")
+    assert iqm.spread(scores, reps=2000, decimals=2) == ("22.00 ± 39.01", "3.00 [1.33, 68.00]")
+
+
+def test_iqm_reads_raw_json_and_scores_the_peak_as_tianshou_does(tmp_path, capsys):
+    import json
+
+    from benchmarks import iqm
+
+    # Two seeds of one script and one of a variant; episodes are (env step, seconds, return).
+    raw = {
+        "runs": [
+            {
+                "script": "a.py",
+                "seed": 1,
+                "eval_returns": [10, 20],
+                "episodes": [[5, 0, 1.0], [8, 0, 3.0], [12, 0, 5.0], [25, 0, 7.0], [29, 0, 9.0]],
+            },
+            {
+                "script": "a.py",
+                "seed": 2,
+                "eval_returns": [30],
+                "episodes": [[10, 0, 2.0], [20, 0, 4.0], [30, 0, 0.0]],
+            },
+            {"script": "b", "seed": 1, "eval_returns": [1, 2, 3], "episodes": [[10, 0, 1.0]]},
+        ]
+    }
+    assert iqm.final_evaluations(raw) == {"a.py": {1: 15.0, 2: 30.0}, "b": {1: 2.0}}
+    # Every 10 steps up to 30, each seed's last 2 episodes that ended by then:
+    # seed 1: (1+3)/2 = 2, (3+5)/2 = 4, (7+9)/2 = 8; seed 2: 2, (2+4)/2 = 3, (4+0)/2 = 2.
+    # Their mean: 2, 3.5, 5; the peak is 5 at step 30.
+    peak, step, curve = iqm.peak_of_mean_curve(raw, "a.py", every=10, episodes=2, until=30)
+    assert (peak, step) == (5.0, 30) and curve == [(10, 2.0), (20, 3.5), (30, 5.0)]
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    out = iqm.table([tmp_path], reps=100)
+    assert f"| {tmp_path.name} | a.py | 1,2 | 22.5 ± 7.5 | 22.5 [" in out
+    assert f"| {tmp_path.name} | b | 1 | 2.00 ± 0.00 | 2.00 [2.00, 2.00] |" in out
+    with pytest.raises(SystemExit) as exc:
+        iqm.parse_args([str(tmp_path / "nothing")])
+    assert exc.value.code == 2 and "no raw.json there" in capsys.readouterr().err
+
+
+def test_sb3_ppo_settings_are_rl_zoo3s_own():
+    import importlib.metadata
+    import importlib.util
+
+    import yaml
+
+    from benchmarks import sb3_ppo
+
+    # rl_zoo3 is found, not imported: importing it patches gymnasium for the whole process.
+    spec = importlib.util.find_spec("rl_zoo3")
+    assert spec is not None, "rl_zoo3 is missing: pip install -r requirements-dev.txt"
+    path = Path(spec.submodule_search_locations[0]) / "hyperparams" / "ppo.yml"
+    zoo = yaml.safe_load(path.read_text())
+    version = importlib.metadata.version("rl_zoo3")
+    assert f"rl-zoo3 {version} `hyperparams/ppo.yml`" in sb3_ppo.__doc__  # the copy names it
+    assert sorted(sb3_ppo.ZOO) == ["CartPole-v1", "Pendulum-v1"]
+    for env_id, ours in sb3_ppo.ZOO.items():
+        theirs = zoo[env_id]
+        assert sorted(ours) == sorted(theirs), env_id  # no setting left out or added
+        for key, value in theirs.items():
+            if isinstance(value, str) and value.startswith("lin_"):  # X * progress_remaining
+                start = float(value.removeprefix("lin_"))
+                got = [ours[key](p) for p in (1.0, 0.25, 0.0)]
+                assert got == pytest.approx([start, start / 4, 0.0]), (env_id, key)
+            else:
+                assert ours[key] == value, (env_id, key, ours[key], value)
+
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def docs_pages():
+    """The pages a visitor reads: README.md, docs/*.md, benchmarks/README.md, and the notes kept
+    beside the results (benchmarks/results/**/*.md)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return pages + [ROOT / "benchmarks" / "README.md", *sorted(RESULTS.rglob("*.md"))]
+
+
+def prose(text):
+    """The markdown outside fenced code blocks, with inline code spans emptied."""
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", text, flags=re.S | re.M)
+    return re.sub(r"(`+)(?:(?!\1).)+?\1", "``", text)
+
+
+def github_slug(heading):
+    """The anchor GitHub gives a heading: its text as rendered (code marks, emphasis and link
+    syntax gone), lower-cased, every character that is not a letter, digit, '_', '-' or space
+    dropped, and each space made a '-'."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = re.sub(r"[`*]", "", text).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path):
+    """The anchors of a markdown file's headings, with GitHub's -1, -2 for repeated ones."""
+    seen, found = {}, set()
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", path.read_text(), flags=re.S | re.M)
+    for match in re.finditer(r"^#{1,6}\s+(.*?)\s*#*\s*$", text, flags=re.M):
+        slug = github_slug(match.group(1))
+        found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def broken_links(page):
+    """(target, why) for each relative link of a markdown page that does not resolve."""
+    broken, checked = [], 0
+    for target in re.findall(
+        r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)", prose(page.read_text())
+    ):
+        if re.match(r"[a-z][a-z0-9+.-]*:|//", target, flags=re.I):
+            continue  # https:, mailto: ...: not relative
+        checked += 1
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
+        if not path.exists():
+            broken.append((target, "no such file"))
+        elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+            broken.append((target, f"no heading with anchor #{anchor} in {path.name}"))
+    return broken, checked
+
+
+def test_github_slugs_and_the_link_check_on_a_hand_made_page(tmp_path):
+    # Headings of this repository's pages, with the anchors GitHub gave them
+    assert github_slug("Scaling up: CartPole in torch, and when `--cuda` helps") == (
+        "scaling-up-cartpole-in-torch-and-when---cuda-helps"
+    )
+    assert github_slug("ppo_gae.py against Stable-Baselines3 on CartPole-v1 (SB3: 1-5)") == (
+        "ppo_gaepy-against-stable-baselines3-on-cartpole-v1-sb3-1-5"
+    )
+    assert github_slug("Why CartPoleTorch lives in benchmarks/") == (
+        "why-cartpoletorch-lives-in-benchmarks"
+    )
+    assert github_slug("Greedy eval: 7358 ± 1809, **bold** [a link](x.md)") == (
+        "greedy-eval-7358--1809-bold-a-link"
+    )
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "there.md").write_text("# Two words\n\n## Two words\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Top\n\n[ok](sub/there.md#two-words) [ok](sub/there.md#two-words-1) [ok](#top)\n"
+        "[web](https://example.com/x) ![img](sub/there.md)\n"
+        "[gone](sub/gone.md) [bad anchor](sub/there.md#three-words) [bad](#bottom)\n"
+        "`[in code](nowhere.md)`\n```bash\n[in a block](nowhere.md)\n```\n"
+    )
+    broken, checked = broken_links(page)
+    assert checked == 7  # the web link and the two in code are not relative links to check
+    assert [target for target, _ in broken] == [
+        "sub/gone.md",
+        "sub/there.md#three-words",
+        "#bottom",
+    ]
+
+
+def test_every_relative_link_of_the_docs_resolves():
+    total, broken = 0, []
+    for page in docs_pages():
+        found, checked = broken_links(page)
+        total += checked
+        broken += [(str(page.relative_to(ROOT)), *item) for item in found]
+    assert not broken, broken
+    assert total > 100  # the pages do link to their tables, plots and sections
+
+
+def test_every_results_folder_is_cited_and_every_cited_one_exists():
+    text = "\n".join(
+        page.read_text()
+        for page in [
+            ROOT / "README.md",
+            *(ROOT / "docs").glob("*.md"),
+            ROOT / "benchmarks" / "README.md",
+        ]
+    )
+    name = r"([a-z0-9_.-]*[a-z0-9_])"  # a folder's name; NAME in a command is a placeholder
+    cited = set(re.findall(r"\bbenchmarks/results/" + name, text))
+    cited |= set(re.findall(r"(?<![\w/])results/" + name, text))  # benchmarks/README's own
+    kept = {entry.name for entry in RESULTS.iterdir()}
+    assert not cited - kept, f"cited, not in benchmarks/results: {sorted(cited - kept)}"
+    assert not kept - cited, f"in benchmarks/results, cited nowhere: {sorted(kept - cited)}"
+
+
+@pytest.mark.parametrize("argv", [("format", "--check", "."), ("check", ".")])
+def test_ruff_format_and_lint_pass(argv):
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", *argv], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # ----------------------------------------------------------------------------------------------

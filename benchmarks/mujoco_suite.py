@@ -5,13 +5,14 @@
 into benchmarks/results/<env in lower case>/, adding to the seeds already there (run.py
 --append). `table` (also the end of `run`) reads those folders' raw.json and writes the suite's
 table: each seed's final greedy evaluation (10 episodes), their mean ± std over seeds
-(CleanRL's format), the best published figure with its source and how that source scores, and
+(CleanRL's format) and their interquartile mean with its 95% bootstrap interval (benchmarks/iqm.py,
+rliable), the best published figure with its source and how that source scores, and
 how many seeds are at or above it. An idea is tried against R with --extra (flags after R's,
 so they win) or --script (a copy of the script), into a folder of its own (--results):
 
     python benchmarks/mujoco_suite.py run --seeds 1 2 3 4 5 --jobs 2     # hours on 2 cores
     python benchmarks/mujoco_suite.py run --envs Ant-v5 --seeds 1 2 3
-    python benchmarks/mujoco_suite.py table
+    python benchmarks/mujoco_suite.py table          # the IQM's interval: ~10 s per env
     python benchmarks/mujoco_suite.py run --envs Ant-v5 HalfCheetah-v5 Humanoid-v5 --seeds 1 2 3 \
         --extra "--lr-target-kl 0.01" --results benchmarks/results/kl001
 """
@@ -26,6 +27,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.resolve()))
+import iqm  # noqa: E402  (benchmarks/iqm.py, run as a script or imported from the repository)
+
 RESULTS = HERE / "results"
 # The recipe R: the same flags for every env but Swimmer (docs/results.md says why it differs).
 # Its learning rate starts at 3e-4 and follows each update's KL instead of decaying to 0.
@@ -66,7 +70,7 @@ def run(args):
         cmd += ["--out", str(folder(env_id, args.results)), "--append"]
         print("+", shlex.join(cmd), flush=True)
         subprocess.run(cmd, check=True, cwd=HERE.parent)
-    table(args.results)
+    table(args.results, args.reps)
 
 
 def read(env_id, results=None):
@@ -97,33 +101,36 @@ def recipe(raws):
     return "; ".join(made) or "ppo_continuous.py, 1M steps, recipe R"
 
 
-def table(results=None):
+def table(results=None, reps=iqm.REPS):
     decimals = {"Reacher-v5": 2}  # its returns are a few units, the others thousands
     raws = {env_id: read(env_id, results) for env_id, *_ in SUITE}
     lines = [
         recipe([raw for raw in raws.values() if raw]) + " (Swimmer: R + `" + SWIMMER + "`). "
-        "Ours: each seed's final greedy evaluation (10 episodes), and their mean ± std over the "
-        "seeds. The published figures are not scored the same way: Tianshou's is the peak of a "
-        "curve averaged over seeds, ours the policy at the end, so ours is the stricter test.",
+        "Ours: each seed's final greedy evaluation (10 episodes), their mean ± std over the "
+        "seeds, and their interquartile mean (IQM) with its 95% stratified-bootstrap interval "
+        "(`benchmarks/iqm.py`; 5 seeds are few, so the interval is wide). The published figures "
+        "are not scored the same way: Tianshou's is the peak of a curve averaged over seeds, "
+        "ours the policy at the end, so ours is the stricter test.",
         "",
-        "| env | seeds | ours, mean ± std | at or above | best published | its source, how it "
-        "scores | per seed |",
-        "|---|---|---|---|---|---|---|",
+        "| env | seeds | ours, mean ± std | IQM [95% CI] | at or above | best published | its "
+        "source, how it scores | per seed |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for env_id, best, source, _ in SUITE:
         evals = evaluations(raws[env_id]) if raws[env_id] else None
         if not evals:
-            lines.append(f"| {env_id} | 0 | not run | | {best} | {source} | |")
+            lines.append(f"| {env_id} | 0 | not run | | | {best} | {source} | |")
             continue
         places = decimals.get(env_id, 0)
         values = np.array([evals[s] for s in sorted(evals)])
-        mean = f"{values.mean():.{places}f} ± {values.std():.{places}f}"
+        mean, interval = iqm.spread(values, reps, decimals=places)
         mean = f"**{mean}**" if values.mean() >= best else mean
         per_seed = ", ".join(f"{v:.{places}f}" for v in values)
         link = f"[{env_id}]({folder(env_id).name}/table.md)"
         above = f"{int((values >= best).sum())}/{len(values)}"
         lines.append(
-            f"| {link} | {len(values)} | {mean} | {above} | {best} | {source} | {per_seed} |"
+            f"| {link} | {len(values)} | {mean} | {interval} | {above} | {best} | {source} "
+            f"| {per_seed} |"
         )
     lines += ["", "Bold: the mean over seeds is at or above the best published figure."]
     text = "\n".join(lines) + "\n"
@@ -147,6 +154,7 @@ def parse_args(argv=None):
     r.add_argument("--extra", default="", help="flags after R's (and Swimmer's): an idea to try")
     for command in (r, sub.add_parser("table", help="the table from the results on disk")):
         command.add_argument("--results", default=str(RESULTS), help="the envs' folders are here")
+        command.add_argument("--reps", type=int, default=iqm.REPS, help="bootstrap resamples")
     args = p.parse_args(argv)
     known = [env_id for env_id, *_ in SUITE]
     for env_id in getattr(args, "envs", None) or []:
@@ -160,4 +168,4 @@ if __name__ == "__main__":
     if args.command == "run":
         run(args)
     else:
-        table(args.results)
+        table(args.results, args.reps)
