@@ -2589,7 +2589,17 @@ def wandb_records(run_folder):
     from wandb.proto import wandb_internal_pb2
 
     (path,) = Path(run_folder).glob("run-*.wandb")
-    data, position, chunks, records = path.read_bytes(), 7, b"", []
+    for _ in range(300):  # wandb.finish() may return while W&B's own process still writes
+        records = read_wandb_log(path.read_bytes(), wandb_internal_pb2.Record)
+        if any(record.HasField("exit") for record in records):
+            break
+        time.sleep(0.1)
+    return records
+
+
+def read_wandb_log(data, Record):
+    """The records of a W&B log file's bytes (wandb_records says how they are laid out)."""
+    position, chunks, records = 7, b"", []
     assert data[:4] == b":W&B"
     while position + 7 <= len(data):
         if 32768 - position % 32768 < 7:  # too little room left in the block for a head
@@ -2599,10 +2609,12 @@ def wandb_records(run_folder):
             int.from_bytes(data[position + 4 : position + 6], "little"),
             data[position + 6],
         )
+        if position + 7 + length > len(data):  # a chunk still being written
+            break
         chunks += data[position + 7 : position + 7 + length]
         position += 7 + length
         if kind in (1, 4):
-            records.append(wandb_internal_pb2.Record.FromString(chunks))
+            records.append(Record.FromString(chunks))
             chunks = b""
     return records
 
