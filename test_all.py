@@ -14,7 +14,7 @@ Layout, one section per kind of check:
   6. command line and bad input;
   7. reproducibility;
   8. the dict that train() returns, and the saved model (--save-model, --load-model);
-  9. CartPoleTorch-v1 (benchmarks/cartpole_torch.py) against gymnasium's CartPole; the episode log;
+  9. CartPoleTorch-v1 (envs/cartpole_torch.py) against gymnasium's CartPole; the episode log;
  10. the shape of a script: the lesson first, one divider, the same support code in each;
  11. benchmarks/tune.py: two workers on one study (a journal file, a real PostgreSQL), pruning.
  12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
@@ -50,7 +50,7 @@ import ppo_continuous  # noqa: E402
 import ppo_gae  # noqa: E402
 import reinforce  # noqa: E402
 import vpg  # noqa: E402
-from benchmarks import cartpole_torch  # noqa: E402
+from envs import cartpole_torch  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------
 # 0. The scripts under test
@@ -201,7 +201,7 @@ PPO_LOSS = [ppo, ppo_gae, ppo_continuous]
 VALUE_LOSS = [ppo, ppo_gae, ppo_continuous]
 GAE = [ppo_gae, ppo_continuous]  # compute_gae, value_loss with clipping, minibatches
 GAE_SCRIPTS = [s for s in SCRIPTS if s.module in GAE]
-TORCH_CARTPOLE = "benchmarks.cartpole_torch:CartPoleTorch-v1"  # gymnasium's "module:EnvId"
+TORCH_CARTPOLE = "envs.cartpole_torch:CartPoleTorch-v1"  # gymnasium's "module:EnvId"
 
 COMMON_TAGS = (
     "charts/episodic_return",
