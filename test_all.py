@@ -20,6 +20,8 @@ Layout, one section per kind of check:
  12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
  13. --async-envs: each env in a process of its own, its failures in one line;
  14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds.
+ 16. the course's line world (envs/line_world.py): its dynamics by hand, every discrete script
+     trained on it.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -2401,3 +2403,121 @@ def test_run_append_adds_seeds_and_keeps_the_runs_it_has(tmp_path):
     assert other.returncode == 1 and other.stdout == ""
     assert other.stderr.startswith("run.py: error: --append:") and other.stderr.count("\n") == 1
     assert [r["seed"] for r in json.loads((tmp_path / "raw.json").read_text())["runs"]] == [1, 2]
+
+
+# ----------------------------------------------------------------------------------------------
+# 16. The course's line world (envs/line_world.py) and the notebook
+# ----------------------------------------------------------------------------------------------
+
+LINE_WORLD = "envs.line_world:LineWorld-v0"  # gymnasium's "module:EnvId"
+
+
+def line_world(target, position, dimensions=1):
+    """LineWorld-v0 as gym.make gives it (20-step limit), with the target and agent put by hand."""
+    from envs import line_world as _  # noqa: F401  (registers LineWorld-v0)
+
+    env = gym.make("LineWorld-v0", dimensions=dimensions)
+    env.reset(seed=0)
+    env.unwrapped.target = np.array(target if dimensions > 1 else [target])
+    env.unwrapped.position = np.array(position if dimensions > 1 else [position])
+    return env
+
+
+@pytest.mark.parametrize("dimensions", [1, 2])
+@pytest.mark.parametrize("render_mode", [None, "rgb_array"])
+def test_line_world_passes_gymnasiums_env_checker(dimensions, render_mode):
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    from envs import line_world
+
+    env = gym.make("LineWorld-v0", dimensions=dimensions, render_mode=render_mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the checker's complaints are warnings
+        check_env(env.unwrapped)
+        importlib.reload(line_world)  # importing it again must not register the id again
+    assert env.spec.max_episode_steps == 20
+    assert env.action_space == gym.spaces.Discrete(3 if dimensions == 1 else 5)
+    assert env.observation_space == gym.spaces.Box(-1, 1, (2 * dimensions,), np.float32)
+    if render_mode:
+        env.reset(seed=0)
+        frame = env.render()  # 24 pixels a cell: a row of 11, or 11 x 11
+        assert frame.dtype == np.uint8 and frame.shape == (24 if dimensions == 1 else 264, 264, 3)
+
+
+def test_line_world_steps_as_the_course_worked_by_hand():
+    env = line_world(target=3, position=5)
+    # action 0: -1, 1: stay, 2: +1; reward -|position - target| / 10 after the move
+    steps = [env.step(a) for a in (0, 0, 1, 2, 0)]
+    positions = [round((obs[1] + 1) / 2 * 10) for obs, *_ in steps]
+    assert positions == [4, 3, 3, 4, 3]
+    assert [r for _, r, *_ in steps] == pytest.approx([-0.1, 0.0, 0.0, -0.1, 0.0])
+    assert [info["is_success"] for *_, info in steps] == [False, True, True, False, True]
+    assert [info["distance"] for *_, info in steps] == [1, 0, 0, 1, 0]
+    # observation [target, position] / 10 * 2 - 1: target 3 -> -0.4, position 3 -> -0.4
+    assert steps[-1][0].dtype == np.float32
+    np.testing.assert_allclose(steps[-1][0], [-0.4, -0.4], rtol=1e-6)
+    # clipped at 0: -1 from 0 stays at 0, |0 - 3| / 10 = 0.3
+    env = line_world(target=3, position=0)
+    obs, reward, *_ = env.step(0)
+    np.testing.assert_allclose(obs, [-0.4, -1.0], rtol=1e-6)
+    assert reward == pytest.approx(-0.3)
+    # clipped at 10 (the line has 11 cells; start and target are drawn in [0, 10) only)
+    env = line_world(target=9, position=9)
+    obs, reward, *_ = env.step(2)
+    np.testing.assert_allclose(obs, [0.8, 1.0], rtol=1e-6)
+    obs, reward, *_ = env.step(2)
+    np.testing.assert_allclose(obs, [0.8, 1.0], rtol=1e-6)
+    assert reward == pytest.approx(-0.1)
+
+
+def test_line_world_ends_after_20_steps_truncated_with_is_success():
+    for target, position, action, success in [(3, 3, 1, True), (3, 7, 0, False)]:
+        env = line_world(target, position)
+        ends = [env.step(action)[2:] for _ in range(20)]  # (terminated, truncated, info)
+        assert [t or tr for t, tr, _ in ends] == [False] * 19 + [True]
+        terminated, truncated, info = ends[-1]
+        assert not terminated and truncated  # a time limit, bootstrapped by the scripts
+        assert info["is_success"] is success  # stays on 3; or walks from 7 past 3 to 0
+    # the greedy best: walk to the target and stay; success, and the return is -sum of distances
+    env = line_world(target=3, position=7)
+    total = sum(env.step(0 if i < 4 else 1)[1] for i in range(20))
+    assert total == pytest.approx(-(0.3 + 0.2 + 0.1))
+
+
+def test_line_world_same_seed_same_start_and_target():
+    from envs import line_world as _  # noqa: F401
+
+    env = gym.make("LineWorld-v0")
+    firsts = [tuple(env.reset(seed=seed)[0]) for seed in range(300)]
+    assert [tuple(env.reset(seed=seed)[0]) for seed in range(300)] == firsts
+    cells = np.round((np.array(firsts) + 1) / 2 * 10, 6)
+    assert np.all(cells == cells.round())  # integers ...
+    assert set(cells[:, 0]) == set(cells[:, 1]) == set(range(10))  # ... drawn in [0, 10)
+    assert len(set(firsts)) > 80  # of the 100 (target, start) pairs
+
+
+def test_line_world_in_two_dimensions():
+    env = line_world(target=(2, 7), position=(5, 5), dimensions=2)
+    # 0 stay, 1 -x, 2 +x, 3 -y, 4 +y; reward minus the L1 distance / 10
+    steps = [env.step(a) for a in (4, 1, 0, 3, 2)]
+    cells = [tuple(np.round((obs[2:] + 1) / 2 * 10).astype(int)) for obs, *_ in steps]
+    assert cells == [(5, 6), (4, 6), (4, 6), (4, 5), (5, 5)]
+    assert [r for _, r, *_ in steps] == pytest.approx([-0.4, -0.3, -0.3, -0.4, -0.5])
+    np.testing.assert_allclose(steps[0][0], [-0.6, 0.4, 0.0, 0.2], rtol=1e-6)
+    env = line_world(target=(0, 0), position=(0, 10), dimensions=2)
+    obs, reward, *_ = env.step(4)  # clipped at y = 10
+    np.testing.assert_allclose(obs, [-1, -1, -1, 1], rtol=1e-6)
+    assert reward == pytest.approx(-1.0)
+    env = line_world(target=(4, 4), position=(4, 5), dimensions=2)
+    *_, info = env.step(3)
+    assert info["is_success"] and info["distance"] == 0
+
+
+@by_name(DISCRETE)
+def test_each_discrete_script_trains_on_the_line_world_from_the_command_line(script, tmp_path):
+    argv = ["--env-id", LINE_WORLD, "--total-timesteps", "400", "--eval-episodes", "2"]
+    done = cli([str(script.path), *argv, "--run-dir", str(tmp_path / "run")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "evaluation over 2 episodes" in done.stdout and "Traceback" not in done.stderr
