@@ -21,7 +21,7 @@ Layout, one section per kind of check:
  13. --async-envs: each env in a process of its own, its failures in one line;
  14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds.
  16. the course's line world (envs/line_world.py): its dynamics by hand, every discrete script
-     trained on it.
+     on it, benchmarks/line_world.py; the notebook ladder.ipynb, run in quick mode and as committed.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -2521,3 +2521,35 @@ def test_each_discrete_script_trains_on_the_line_world_from_the_command_line(scr
     done = cli([str(script.path), *argv, "--run-dir", str(tmp_path / "run")], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "evaluation over 2 episodes" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_line_world_benchmark_counts_greedy_successes():
+    from benchmarks import line_world as bench
+
+    class Greedy(torch.nn.Module):  # logits of (-1, stay, +1) from [target, position]
+        def __init__(self, stay_on_target):
+            super().__init__()
+            self.stay_on_target = stay_on_target
+
+        def actor(self, obs):
+            gap = obs[..., 0] - obs[..., 1]  # (target - position) / 5
+            move = torch.where(gap > 1e-6, 2, torch.where(gap < -1e-6, 0, 1))
+            if not self.stay_on_target:
+                move = torch.where(move == 1, 2, move)  # steps off the target, then back
+            return torch.nn.functional.one_hot(move, 3).float()
+
+    best, restless = Greedy(True), Greedy(False)
+    assert bench.greedy_successes(vpg, best, 20) == [True] * 20
+    policy = bench.greedy_policy(restless)
+    assert policy[3] == ">>>><<<<<<<" and bench.kind(policy) == "never stays"
+    assert bench.kind(bench.greedy_policy(best)) == "other"
+    assert bench.kind(["." * 11] * 10) == "one action"
+    # stepping off the target (+1, never clipped: targets are < 10) and back: on it after the
+    # 20 steps exactly when the distance at the start was even
+    env = gym.make("LineWorld-v0")
+    even = []
+    for episode in range(20):
+        obs, _ = env.reset(seed=bench.EVAL_SEED + episode)
+        target, start = np.round((obs + 1) / 2 * 10).astype(int)
+        even.append((target - start) % 2 == 0)
+    assert bench.greedy_successes(vpg, restless, 20) == even
