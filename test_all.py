@@ -2553,3 +2553,64 @@ def test_line_world_benchmark_counts_greedy_successes():
         target, start = np.round((obs + 1) / 2 * 10).astype(int)
         even.append((target - start) % 2 == 0)
     assert bench.greedy_successes(vpg, restless, 20) == even
+
+
+NOTEBOOK = Path(__file__).parent / "ladder.ipynb"
+
+
+def notebook_problems(nb):
+    """Error outputs, and stderr that reports an error or a traceback, cell by cell."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                problems.append(f"cell {index}: {output.ename}: {output.evalue}")
+            elif output.output_type == "stream" and output.name == "stderr":
+                if re.search("traceback|error", output.text, re.IGNORECASE):
+                    problems.append(f"cell {index}: stderr: {output.text.strip()[:300]}")
+    return problems
+
+
+def test_notebook_runs_top_to_bottom_in_quick_mode_without_errors(monkeypatch):
+    """What CI runs: a fresh kernel of this interpreter, NOTEBOOK_QUICK=1, within 3 minutes."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    class ThisInterpreter(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name):
+            argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            return KernelSpec(argv=argv, display_name="this", language="python")
+
+    monkeypatch.setenv("NOTEBOOK_QUICK", "1")  # the kernel inherits the environment
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in nb.cells:  # start from nothing, whatever the committed file holds
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    km = KernelManager(kernel_spec_manager=ThisInterpreter(), kernel_name="python3")
+    client = nbclient.NotebookClient(
+        nb, km=km, timeout=180, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    )
+    start = time.time()
+    client.execute()  # raises CellExecutionError on the first cell that fails
+    assert time.time() - start < 180
+    assert notebook_problems(nb) == []
+    assert "Quick mode" in nb.cells[1].outputs[0].text
+
+
+def test_committed_notebook_was_one_full_run_top_to_bottom():
+    """ladder.ipynb as committed: every code cell run once, in order, in one kernel (counts 1, 2,
+    3, ...), not in quick mode, with no error output, and its pictures."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
+    assert notebook_problems(nb) == []
+    assert nb.cells[1].outputs[0].text.startswith("Full run.")
+    outputs = [output for cell in code for output in cell.outputs]
+    assert sum("image/png" in output.get("data", {}) for output in outputs) >= 3
+    for cell in code:  # each output's count, where it has one, is its cell's
+        for output in cell.outputs:
+            assert output.get("execution_count", cell.execution_count) == cell.execution_count
