@@ -14,7 +14,7 @@ Layout, one section per kind of check:
   6. command line and bad input;
   7. reproducibility;
   8. the dict that train() returns, and the saved model (--save-model, --load-model);
-  9. CartPoleTorch-v1 (benchmarks/cartpole_torch.py) against gymnasium's CartPole; the episode log;
+  9. CartPoleTorch-v1 (envs/cartpole_torch.py) against gymnasium's CartPole; the episode log;
  10. the shape of a script: the lesson first, one divider, the same support code in each;
  11. benchmarks/tune.py: two workers on one study (a journal file, a real PostgreSQL), pruning.
  12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
@@ -23,8 +23,10 @@ Layout, one section per kind of check:
  15. the docs and the tools behind their figures: every relative link in README.md, docs/ and
      benchmarks/ resolves (files, and headings by GitHub's anchors), every results folder is
      cited; ruff format and lint; benchmarks/iqm.py (rliable's IQM); sb3_ppo.py's rl-zoo settings.
- 17. watching it learn: --track (W&B offline, read back), training videos; any flags, any values
+ 16. watching it learn: --track (W&B offline, read back), training videos; any flags, any values
      (a randomized command-line test: hypothesis, 200 examples a script, FUZZ_EXAMPLES to change).
+ 17. the course's line world (envs/line_world.py): its dynamics by hand, every discrete script
+     on it, benchmarks/line_world.py; the notebook ladder.ipynb, run in quick mode and as committed.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -59,7 +61,7 @@ import ppo_continuous  # noqa: E402
 import ppo_gae  # noqa: E402
 import reinforce  # noqa: E402
 import vpg  # noqa: E402
-from benchmarks import cartpole_torch  # noqa: E402
+from envs import cartpole_torch  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------
 # 0. The scripts under test
@@ -210,7 +212,7 @@ PPO_LOSS = [ppo, ppo_gae, ppo_continuous]
 VALUE_LOSS = [ppo, ppo_gae, ppo_continuous]
 GAE = [ppo_gae, ppo_continuous]  # compute_gae, value_loss with clipping, minibatches
 GAE_SCRIPTS = [s for s in SCRIPTS if s.module in GAE]
-TORCH_CARTPOLE = "benchmarks.cartpole_torch:CartPoleTorch-v1"  # gymnasium's "module:EnvId"
+TORCH_CARTPOLE = "envs.cartpole_torch:CartPoleTorch-v1"  # gymnasium's "module:EnvId"
 
 COMMON_TAGS = (
     "charts/episodic_return",
@@ -2572,7 +2574,7 @@ def test_ruff_format_and_lint_pass(argv):
 
 
 # ----------------------------------------------------------------------------------------------
-# 17. Watch it learn: --track to Weights & Biases (offline), training videos; any flags, any values
+# 16. Watch it learn: --track to Weights & Biases (offline), training videos; any flags, any values
 # ----------------------------------------------------------------------------------------------
 
 FILMING = ("wandb", "moviepy", "pygame", "PIL")
@@ -2968,3 +2970,214 @@ def test_any_flags_any_values_exit_0_1_or_2_in_one_line(script):
         child.wait(timeout=60)
     print(f"{script.name}: exit status of {FUZZ_EXAMPLES} examples: {seen}")
     assert seen[0] >= FUZZ_EXAMPLES // 10 and seen[2] >= FUZZ_EXAMPLES // 10  # both kinds drawn
+
+
+# ----------------------------------------------------------------------------------------------
+# 17. The course's line world (envs/line_world.py) and the notebook
+# ----------------------------------------------------------------------------------------------
+
+LINE_WORLD = "envs.line_world:LineWorld-v0"  # gymnasium's "module:EnvId"
+
+
+def line_world(target, position, dimensions=1):
+    """LineWorld-v0 as gym.make gives it (20-step limit), with the target and agent put by hand."""
+    from envs import line_world as _  # noqa: F401  (registers LineWorld-v0)
+
+    env = gym.make("LineWorld-v0", dimensions=dimensions)
+    env.reset(seed=0)
+    env.unwrapped.target = np.array(target if dimensions > 1 else [target])
+    env.unwrapped.position = np.array(position if dimensions > 1 else [position])
+    return env
+
+
+@pytest.mark.parametrize("dimensions", [1, 2])
+@pytest.mark.parametrize("render_mode", [None, "rgb_array"])
+def test_line_world_passes_gymnasiums_env_checker(dimensions, render_mode):
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    from envs import line_world
+
+    env = gym.make("LineWorld-v0", dimensions=dimensions, render_mode=render_mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the checker's complaints are warnings
+        check_env(env.unwrapped)
+        importlib.reload(line_world)  # importing it again must not register the id again
+    assert env.spec.max_episode_steps == 20
+    assert env.action_space == gym.spaces.Discrete(3 if dimensions == 1 else 5)
+    assert env.observation_space == gym.spaces.Box(-1, 1, (2 * dimensions,), np.float32)
+    if render_mode:
+        env.reset(seed=0)
+        frame = env.render()  # 24 pixels a cell: a row of 11, or 11 x 11
+        assert frame.dtype == np.uint8 and frame.shape == (24 if dimensions == 1 else 264, 264, 3)
+
+
+def test_line_world_steps_as_the_course_worked_by_hand():
+    env = line_world(target=3, position=5)
+    # action 0: -1, 1: stay, 2: +1; reward -|position - target| / 10 after the move
+    steps = [env.step(a) for a in (0, 0, 1, 2, 0)]
+    positions = [round((obs[1] + 1) / 2 * 10) for obs, *_ in steps]
+    assert positions == [4, 3, 3, 4, 3]
+    assert [r for _, r, *_ in steps] == pytest.approx([-0.1, 0.0, 0.0, -0.1, 0.0])
+    assert [info["is_success"] for *_, info in steps] == [False, True, True, False, True]
+    assert [info["distance"] for *_, info in steps] == [1, 0, 0, 1, 0]
+    # observation [target, position] / 10 * 2 - 1: target 3 -> -0.4, position 3 -> -0.4
+    assert steps[-1][0].dtype == np.float32
+    np.testing.assert_allclose(steps[-1][0], [-0.4, -0.4], rtol=1e-6)
+    # clipped at 0: -1 from 0 stays at 0, |0 - 3| / 10 = 0.3
+    env = line_world(target=3, position=0)
+    obs, reward, *_ = env.step(0)
+    np.testing.assert_allclose(obs, [-0.4, -1.0], rtol=1e-6)
+    assert reward == pytest.approx(-0.3)
+    # clipped at 10 (the line has 11 cells; start and target are drawn in [0, 10) only)
+    env = line_world(target=9, position=9)
+    obs, reward, *_ = env.step(2)
+    np.testing.assert_allclose(obs, [0.8, 1.0], rtol=1e-6)
+    obs, reward, *_ = env.step(2)
+    np.testing.assert_allclose(obs, [0.8, 1.0], rtol=1e-6)
+    assert reward == pytest.approx(-0.1)
+
+
+def test_line_world_ends_after_20_steps_truncated_with_is_success():
+    for target, position, action, success in [(3, 3, 1, True), (3, 7, 0, False)]:
+        env = line_world(target, position)
+        ends = [env.step(action)[2:] for _ in range(20)]  # (terminated, truncated, info)
+        assert [t or tr for t, tr, _ in ends] == [False] * 19 + [True]
+        terminated, truncated, info = ends[-1]
+        assert not terminated and truncated  # a time limit, bootstrapped by the scripts
+        assert info["is_success"] is success  # stays on 3; or walks from 7 past 3 to 0
+    # the greedy best: walk to the target and stay; success, and the return is -sum of distances
+    env = line_world(target=3, position=7)
+    total = sum(env.step(0 if i < 4 else 1)[1] for i in range(20))
+    assert total == pytest.approx(-(0.3 + 0.2 + 0.1))
+
+
+def test_line_world_same_seed_same_start_and_target():
+    from envs import line_world as _  # noqa: F401
+
+    env = gym.make("LineWorld-v0")
+    firsts = [tuple(env.reset(seed=seed)[0]) for seed in range(300)]
+    assert [tuple(env.reset(seed=seed)[0]) for seed in range(300)] == firsts
+    cells = np.round((np.array(firsts) + 1) / 2 * 10, 6)
+    assert np.all(cells == cells.round())  # integers ...
+    assert set(cells[:, 0]) == set(cells[:, 1]) == set(range(10))  # ... drawn in [0, 10)
+    assert len(set(firsts)) > 80  # of the 100 (target, start) pairs
+
+
+def test_line_world_in_two_dimensions():
+    env = line_world(target=(2, 7), position=(5, 5), dimensions=2)
+    # 0 stay, 1 -x, 2 +x, 3 -y, 4 +y; reward minus the L1 distance / 10
+    steps = [env.step(a) for a in (4, 1, 0, 3, 2)]
+    cells = [tuple(np.round((obs[2:] + 1) / 2 * 10).astype(int)) for obs, *_ in steps]
+    assert cells == [(5, 6), (4, 6), (4, 6), (4, 5), (5, 5)]
+    assert [r for _, r, *_ in steps] == pytest.approx([-0.4, -0.3, -0.3, -0.4, -0.5])
+    np.testing.assert_allclose(steps[0][0], [-0.6, 0.4, 0.0, 0.2], rtol=1e-6)
+    env = line_world(target=(0, 0), position=(0, 10), dimensions=2)
+    obs, reward, *_ = env.step(4)  # clipped at y = 10
+    np.testing.assert_allclose(obs, [-1, -1, -1, 1], rtol=1e-6)
+    assert reward == pytest.approx(-1.0)
+    env = line_world(target=(4, 4), position=(4, 5), dimensions=2)
+    *_, info = env.step(3)
+    assert info["is_success"] and info["distance"] == 0
+
+
+@by_name(DISCRETE)
+def test_each_discrete_script_trains_on_the_line_world_from_the_command_line(script, tmp_path):
+    argv = ["--env-id", LINE_WORLD, "--total-timesteps", "400", "--eval-episodes", "2"]
+    done = cli([str(script.path), *argv, "--run-dir", str(tmp_path / "run")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "evaluation over 2 episodes" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_line_world_benchmark_counts_greedy_successes():
+    from benchmarks import line_world as bench
+
+    class Greedy(torch.nn.Module):  # logits of (-1, stay, +1) from [target, position]
+        def __init__(self, stay_on_target):
+            super().__init__()
+            self.stay_on_target = stay_on_target
+
+        def actor(self, obs):
+            gap = obs[..., 0] - obs[..., 1]  # (target - position) / 5
+            move = torch.where(gap > 1e-6, 2, torch.where(gap < -1e-6, 0, 1))
+            if not self.stay_on_target:
+                move = torch.where(move == 1, 2, move)  # steps off the target, then back
+            return torch.nn.functional.one_hot(move, 3).float()
+
+    best, restless = Greedy(True), Greedy(False)
+    assert bench.greedy_successes(vpg, best, 20) == [True] * 20
+    policy = bench.greedy_policy(restless)
+    assert policy[3] == ">>>><<<<<<<" and bench.kind(policy) == "never stays"
+    assert bench.kind(bench.greedy_policy(best)) == "other"
+    assert bench.kind(["." * 11] * 10) == "one action"
+    # stepping off the target (+1, never clipped: targets are < 10) and back: on it after the
+    # 20 steps exactly when the distance at the start was even
+    env = gym.make("LineWorld-v0")
+    even = []
+    for episode in range(20):
+        obs, _ = env.reset(seed=bench.EVAL_SEED + episode)
+        target, start = np.round((obs + 1) / 2 * 10).astype(int)
+        even.append((target - start) % 2 == 0)
+    assert bench.greedy_successes(vpg, restless, 20) == even
+
+
+NOTEBOOK = Path(__file__).parent / "ladder.ipynb"
+
+
+def notebook_problems(nb):
+    """Error outputs, and stderr that reports an error or a traceback, cell by cell."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                problems.append(f"cell {index}: {output.ename}: {output.evalue}")
+            elif output.output_type == "stream" and output.name == "stderr":
+                if re.search("traceback|error", output.text, re.IGNORECASE):
+                    problems.append(f"cell {index}: stderr: {output.text.strip()[:300]}")
+    return problems
+
+
+def test_notebook_runs_top_to_bottom_in_quick_mode_without_errors(monkeypatch):
+    """What CI runs: a fresh kernel of this interpreter, NOTEBOOK_QUICK=1, within 3 minutes."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    class ThisInterpreter(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name):
+            argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            return KernelSpec(argv=argv, display_name="this", language="python")
+
+    monkeypatch.setenv("NOTEBOOK_QUICK", "1")  # the kernel inherits the environment
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in nb.cells:  # start from nothing, whatever the committed file holds
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    km = KernelManager(kernel_spec_manager=ThisInterpreter(), kernel_name="python3")
+    client = nbclient.NotebookClient(
+        nb, km=km, timeout=180, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    )
+    start = time.time()
+    client.execute()  # raises CellExecutionError on the first cell that fails
+    assert time.time() - start < 180
+    assert notebook_problems(nb) == []
+    assert "Quick mode" in nb.cells[1].outputs[0].text
+
+
+def test_committed_notebook_was_one_full_run_top_to_bottom():
+    """ladder.ipynb as committed: every code cell run once, in order, in one kernel (counts 1, 2,
+    3, ...), not in quick mode, with no error output, and its pictures."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
+    assert notebook_problems(nb) == []
+    assert nb.cells[1].outputs[0].text.startswith("Full run.")
+    outputs = [output for cell in code for output in cell.outputs]
+    assert sum("image/png" in output.get("data", {}) for output in outputs) >= 3
+    for cell in code:  # each output's count, where it has one, is its cell's
+        for output in cell.outputs:
+            assert output.get("execution_count", cell.execution_count) == cell.execution_count

@@ -35,7 +35,7 @@ import ppo_gae  # noqa: E402
 
 ENV_IDS = (
     "CartPole-v1",
-    "benchmarks.cartpole_torch:CartPoleTorch-v1",
+    "envs.cartpole_torch:CartPoleTorch-v1",
 )  # gymnasium's "module:EnvId"
 
 

@@ -4,7 +4,7 @@
 Not part of any lesson: an environment for throughput work. Any discrete script takes it by
 gymnasium's "module:EnvId" syntax, from the repository root:
 
-    python ppo_gae.py --env-id benchmarks.cartpole_torch:CartPoleTorch-v1 --cuda
+    python ppo_gae.py --env-id envs.cartpole_torch:CartPoleTorch-v1 --cuda
 
 Importing this module registers the id. The scripts see the `device` keyword in its spec and
 build it with the training device; its vector env takes and returns tensors, records each
