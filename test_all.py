@@ -1978,8 +1978,8 @@ def test_resume_takes_the_saved_flags_and_those_given_again(script, tmp_path, ca
     refused = {
         "--resume " + str(tmp_path / "no_such_dir"): "cannot --resume",
         "--resume " + str(nothing): "cannot --resume",
-        f"--resume {first['run_dir']} --num-envs 3": "--num-envs was 2",
-        f"--resume {first['run_dir']} --env-id Acrobot-v1": "--env-id was",
+        f"--resume {first['run_dir']} --num-envs 3": "--num-envs stays 2",
+        f"--resume {first['run_dir']} --env-id Acrobot-v1": "--env-id stays",
         f"--resume {first['run_dir']} --load-model x.pt": "--load-model",
         "--checkpoint-every 100 --load-model x.pt": "--load-model",
         "--checkpoint-every -1": "--checkpoint-every",
@@ -2548,6 +2548,14 @@ def test_every_relative_link_of_the_docs_resolves():
     assert total > 100  # the pages do link to their tables, plots and sections
 
 
+def test_results_stay_within_36_folders_and_60_mb():
+    """benchmarks/results/ keeps the tables the docs cite; finished tries live in git history."""
+    results = ROOT / "benchmarks" / "results"
+    folders = [path for path in results.iterdir() if path.is_dir()]
+    size = sum(path.stat().st_size for path in results.rglob("*") if path.is_file())
+    assert len(folders) <= 36 and size <= 60e6, (len(folders), size)
+
+
 def test_every_results_folder_is_cited_and_every_cited_one_exists():
     text = "\n".join(
         page.read_text()
@@ -2736,6 +2744,21 @@ def test_track_without_wandb_is_one_line_naming_the_pip_command(
     with pytest.raises(SystemExit) as exc:
         tiny(script, tmp_path, "--track")
     assert one_line_error(capsys, exc, script).endswith("--track needs wandb: pip install wandb")
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (flags("--num-envs 65536 --num-steps 512"), "--num-envs x --num-steps is 33554432"),
+        (("--run-dir", "/dev/null"), "cannot write TensorBoard's files to /dev/null"),
+    ],
+)
+@by_name(SCRIPTS)
+def test_values_argparse_takes_but_a_run_cannot_are_one_line(script, argv, says, capsys):
+    """Found by the randomized test: a rollout beyond memory, a run directory that is a file."""
+    with pytest.raises(SystemExit) as exc:
+        script.module.train(script.module.parse_args(["--env-id", script.env_id, *argv]))
+    assert says in one_line_error(capsys, exc, script)
 
 
 @needs_filming
