@@ -166,10 +166,6 @@ def train(args):
     ).to(device)
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    run = Run(args, run_dir, agent, optimizer, envs)  # logs and checkpoints; --resume loads one
-    if args.load_model:  # no training: evaluate (and film) a saved model
-        return finish(args, load_model(agent, args.load_model), envs, eval_env, run)
-
     # Rollout storage, time-major: (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
     obs = torch.zeros(shape + envs.single_observation_space.shape, device=device)
@@ -181,22 +177,23 @@ def train(args):
     truncations = torch.zeros(shape, device=device)
     valid = torch.zeros(shape, dtype=torch.bool, device=device)
 
+    run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints, --resume, --load-model
     global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     action_low = torch.as_tensor(envs.single_action_space.low, device=device)
     action_high = torch.as_tensor(envs.single_action_space.high, device=device)
-    next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
-    next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
-    next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
     try:
-        for iteration in range(run.iteration + 1, num_iterations + 1):
+        next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
+        next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+        next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
+        for iteration in run.iterations(num_iterations):  # 1 to N; --resume: on from its next
             frac = 1 - (iteration - 1) / num_iterations  # 1 at the first update, 1/N at the last
             if args.anneal_lr:  # the learning rate decays linearly towards 0
                 optimizer.param_groups[0]["lr"] = args.learning_rate * frac
             ent_coef = args.ent_coef * (frac if args.anneal_ent else 1)  # explore, then act sharply
             for step in range(args.num_steps):
                 obs[step] = next_obs
-                valid[step] = ~next_done  # the step after an episode's end is gymnasium's reset
+                valid[step] = ~next_done  # gymnasium's reset step: action ignored, reward 0
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
@@ -215,10 +212,10 @@ def train(args):
                 next_done = torch.as_tensor(terminated | truncated, device=device)
                 run.episodes(global_step, infos)  # the return of each episode that just ended
 
-            # GAE needs V(s_{t+1}) for every step. After a step that ends an episode, s_{t+1} is
-            # still that episode's final observation (the reset comes one step later).
+            # GAE needs V(s_{t+1}) at every step: values' next row, V(next_obs) after the last.
+            # After a step that ends an episode, s_{t+1} is still its final observation.
             with torch.no_grad():
-                next_values = torch.cat([values[1:], agent.get_value(next_obs).T])
+                next_values = torch.cat([values[1:], agent.get_value(next_obs).view(1, -1)])
             # A truncated step bootstraps with V(final observation), a terminated one does not;
             # after either, A_t does not flow back from the next episode.
             episode_end = torch.maximum(terminations, truncations)
@@ -239,7 +236,7 @@ def train(args):
                         b_obs[mb], b_actions[mb]
                     )
                     mb_advantages = b_advantages[mb]
-                    if args.normalize_advantages:  # to mean 0 and std 1 within the minibatch
+                    if args.normalize_advantages and len(mb) > 1:  # to N(0, 1); 1 sample: 0
                         std = mb_advantages.std(correction=0)
                         mb_advantages = (mb_advantages - mb_advantages.mean()) / (std + 1e-8)
                     policy_loss = ppo_loss(
@@ -515,15 +512,6 @@ def evaluate(agent, env, episodes, seed, device):
     return returns
 
 
-def load_model(agent, path):
-    """The weights that --save-model wrote (and the statistics, where the Agent has them)."""
-    try:
-        agent.load_state_dict(torch.load(path, map_location=next(agent.parameters()).device))
-    except Exception as error:  # missing, unreadable or not this Agent's weights
-        fail(f"cannot load --load-model {path}: {error}")
-    return agent
-
-
 class Run:
     """TensorBoard, W&B, progress, videos, checkpoints, --resume, SIGTERM stopping like Ctrl-C."""
 
@@ -553,6 +541,16 @@ class Run:
         self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
         self.frames = None  # --capture-video: the rollout after every video_every-th (ten a run)
 
+    def iterations(self, num_iterations):
+        """1 to num_iterations (resumed: on from the next). --load-model: none, its weights in."""
+        if not self.args.load_model:
+            return range(self.iteration + 1, num_iterations + 1)
+        try:  # what --save-model wrote: weights, and statistics where the Agent has them
+            self.agent.load_state_dict(torch.load(self.args.load_model, "cpu"))
+        except Exception as error:  # missing, unreadable or not this Agent's weights
+            fail(f"cannot load --load-model {self.args.load_model}: {error}")
+        return range(0)
+
     def episodes(self, global_step, infos):
         """Note which envs ended an episode at this step, and its return and length; film."""
         if "_episode" in infos:  # written once per rollout, by update()
@@ -572,8 +570,9 @@ class Run:
         lr = self.optimizer.param_groups[0]["lr"]
         self.writer.add_scalar("charts/learning_rate", lr, global_step)
         self.writer.add_scalar("charts/SPS", self.sps(global_step), global_step)
-        for name, value in losses.items():
-            self.writer.add_scalar(f"losses/{name}", value.item(), global_step)
+        for name, value in losses.items():  # explained_variance is 0 / 0 if G is flat: not logged
+            if value.isfinite():
+                self.writer.add_scalar(f"losses/{name}", value.item(), global_step)
         if self.frames:  # the rollout just filmed
             self.write_gif("videos/training", np.stack(self.frames), global_step)
         self.frames = [] if self.video_every and iteration % self.video_every == 0 else None

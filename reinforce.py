@@ -83,15 +83,13 @@ def train(args):
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    run = Run(args, run_dir, agent, optimizer, envs)  # logs and checkpoints; --resume loads one
-    if args.load_model:  # no training: evaluate (and film) a saved model
-        return finish(args, load_model(agent, args.load_model), envs, eval_env, run)
-
-    global_step, iteration, interrupted = run.global_step, run.iteration, False  # 0, or --resume's
+    run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints, --resume, --load-model
+    global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
     seed = args.seed + global_step  # of the first reset; resumed: new episodes, not old
     try:
-        while iteration == 0 or global_step < args.total_timesteps:
-            iteration += 1
+        for iteration in run.iterations(args.total_timesteps):  # 1, 2, ... (--resume: its next)
+            if global_step >= args.total_timesteps:  # rollouts of whole episodes vary in length
+                break
             # Rollout of whole episodes. Every env starts a new episode and plays at least
             # num_steps steps, then until its episode ends; after that it idles (valid=False).
             next_obs, _ = envs.reset(seed=seed)
@@ -101,7 +99,7 @@ def train(args):
             prev_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
             while playing.any():
                 obs.append(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
-                valid.append(playing & ~prev_done)  # not an autoreset step
+                valid.append(playing & ~prev_done)  # not a reset step (action ignored, reward 0)
                 with torch.no_grad():
                     action, _, _ = agent.get_action(obs[-1])
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
@@ -122,7 +120,7 @@ def train(args):
                 torch.stack(actions)[mask],
                 returns[mask],
             )
-            if args.normalize_returns:
+            if args.normalize_returns and len(b_returns) > 1:  # one sample would become 0
                 b_returns = (b_returns - b_returns.mean()) / (b_returns.std(correction=0) + 1e-8)
 
             # One gradient step on the whole batch.
@@ -346,15 +344,6 @@ def evaluate(agent, env, episodes, seed, device):
     return returns
 
 
-def load_model(agent, path):
-    """The weights that --save-model wrote (and the statistics, where the Agent has them)."""
-    try:
-        agent.load_state_dict(torch.load(path, map_location=next(agent.parameters()).device))
-    except Exception as error:  # missing, unreadable or not this Agent's weights
-        fail(f"cannot load --load-model {path}: {error}")
-    return agent
-
-
 class Run:
     """TensorBoard, W&B, progress, videos, checkpoints, --resume, SIGTERM stopping like Ctrl-C."""
 
@@ -384,6 +373,16 @@ class Run:
         self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
         self.frames = None  # --capture-video: the rollout after every video_every-th (ten a run)
 
+    def iterations(self, num_iterations):
+        """1 to num_iterations (resumed: on from the next). --load-model: none, its weights in."""
+        if not self.args.load_model:
+            return range(self.iteration + 1, num_iterations + 1)
+        try:  # what --save-model wrote: weights, and statistics where the Agent has them
+            self.agent.load_state_dict(torch.load(self.args.load_model, "cpu"))
+        except Exception as error:  # missing, unreadable or not this Agent's weights
+            fail(f"cannot load --load-model {self.args.load_model}: {error}")
+        return range(0)
+
     def episodes(self, global_step, infos):
         """Note which envs ended an episode at this step, and its return and length; film."""
         if "_episode" in infos:  # written once per rollout, by update()
@@ -403,8 +402,9 @@ class Run:
         lr = self.optimizer.param_groups[0]["lr"]
         self.writer.add_scalar("charts/learning_rate", lr, global_step)
         self.writer.add_scalar("charts/SPS", self.sps(global_step), global_step)
-        for name, value in losses.items():
-            self.writer.add_scalar(f"losses/{name}", value.item(), global_step)
+        for name, value in losses.items():  # explained_variance is 0 / 0 if G is flat: not logged
+            if value.isfinite():
+                self.writer.add_scalar(f"losses/{name}", value.item(), global_step)
         if self.frames:  # the rollout just filmed
             self.write_gif("videos/training", np.stack(self.frames), global_step)
         self.frames = [] if self.video_every and iteration % self.video_every == 0 else None
