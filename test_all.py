@@ -63,6 +63,11 @@ import reinforce  # noqa: E402
 import vpg  # noqa: E402
 from envs import cartpole_torch  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "exercises"))
+import cases as exercise_cases  # noqa: E402  (exercises/cases.py: the hand-worked case table)
+import check as grader  # noqa: E402  (exercises/check.py)
+import make as exercise_maker  # noqa: E402  (exercises/make.py)
+
 # ----------------------------------------------------------------------------------------------
 # 0. The scripts under test
 # ----------------------------------------------------------------------------------------------
@@ -518,27 +523,14 @@ def probe(script, tmp_path, monkeypatch, name, steps, *argv):
 # 1. Pure functions
 # ----------------------------------------------------------------------------------------------
 
-R = torch.tensor([1.0, 2.0, 3.0])
+# The hand-worked numbers of this section live in exercises/cases.py, the table that the grader
+# (exercises/check.py) reads too: each is worked out there, in its comments.
+R = torch.tensor(exercise_cases.R)
 NO_DONES = torch.zeros(3)
 
 
 @modules(DISCOUNTED_RETURNS)
-@pytest.mark.parametrize(
-    "dones, gamma, last_value, expected",
-    [
-        # G2 = 3, G1 = 2 + .5 * 3 = 3.5, G0 = 1 + .5 * 3.5 = 2.75
-        ([0, 0, 0], 0.5, None, [2.75, 3.5, 3.0]),
-        # the episode ends at t=1: G1 = 2, G0 = 1 + .5 * 2 = 2; G2 = 3 is a new episode
-        ([0, 1, 0], 0.5, None, [2.0, 2.0, 3.0]),
-        # bootstrap: G2 = 3 + .5 * 4 = 5, G1 = 2 + .5 * 5 = 4.5, G0 = 1 + .5 * 4.5 = 3.25
-        ([0, 0, 0], 0.5, 4.0, [3.25, 4.5, 5.0]),
-        # no bootstrap after a last step that ended the episode: G2 = 3, G1 = 3.5, G0 = 2.75
-        ([0, 0, 1], 0.5, 4.0, [2.75, 3.5, 3.0]),
-        ([0, 0, 0], 0.0, 4.0, [1.0, 2.0, 3.0]),  # gamma 0: G_t = r_t
-        ([0, 0, 0], 1.0, None, [6.0, 5.0, 3.0]),  # gamma 1: plain sums of what follows
-        ([0, 0, 0], 1.0, 4.0, [10.0, 9.0, 7.0]),  # ... plus the last value
-    ],
-)
+@pytest.mark.parametrize("dones, gamma, last_value, expected", exercise_cases.DISCOUNTED_RETURNS)
 def test_discounted_returns_1d(module, dones, gamma, last_value, expected):
     rewards, dones = R.clone(), torch.tensor(dones, dtype=torch.float32)
     last = None if last_value is None else torch.tensor(last_value)
@@ -550,71 +542,61 @@ def test_discounted_returns_1d(module, dones, gamma, last_value, expected):
 
 @modules(DISCOUNTED_RETURNS)
 def test_discounted_returns_time_major_envs_are_independent(module):
-    # (T, N) = (3, 2), gamma .5, bool dones. Env 0: rewards 1, 2, 3, its episode ends at t=1,
-    # last value 10: G2 = 3 + .5 * 10 = 8, G1 = 2, G0 = 1 + .5 * 2 = 2.
-    # Env 1: rewards 1, 1, 1, no end, last value 2: G2 = 1 + 1 = 2, G1 = 1 + 1 = 2, G0 = 2.
-    rewards = torch.tensor([[1.0, 1.0], [2.0, 1.0], [3.0, 1.0]])
-    dones = torch.tensor([[False, False], [True, False], [False, False]])
-    returns = module.discounted_returns(rewards, dones, 0.5, last_value=torch.tensor([10.0, 2.0]))
-    torch.testing.assert_close(returns, torch.tensor([[2.0, 2.0], [2.0, 2.0], [8.0, 2.0]]))
+    c = exercise_cases.RETURNS_2_ENVS  # (T, N) = (3, 2), gamma .5, bool dones
+    rewards, dones = torch.tensor(c["rewards"]), torch.tensor(c["dones"])
+    returns = module.discounted_returns(
+        rewards, dones, 0.5, last_value=torch.tensor(c["last_value"])
+    )
+    torch.testing.assert_close(returns, torch.tensor(c["expected"]))
 
 
 def test_reinforce_loss_and_its_gradient():
-    # -(mean(-1 * 3, -2 * -1)) = -(-3 + 2) / 2 = 0.5; d/dlogp = -G / 2 = (-1.5, 0.5)
-    logprobs = torch.tensor([-1.0, -2.0], requires_grad=True)
-    loss = reinforce.reinforce_loss(logprobs, torch.tensor([3.0, -1.0]))
-    torch.testing.assert_close(loss, torch.tensor(0.5))
+    c = exercise_cases.REINFORCE
+    logprobs = torch.tensor(c["logprobs"], requires_grad=True)
+    loss = reinforce.reinforce_loss(logprobs, torch.tensor(c["returns"]))
+    torch.testing.assert_close(loss, torch.tensor(c["loss"]))
     loss.backward()
-    torch.testing.assert_close(logprobs.grad, torch.tensor([-1.5, 0.5]))
+    torch.testing.assert_close(logprobs.grad, torch.tensor(c["grad"]))
 
 
 def vpg_case():
-    # logp (-1, -2), V (1, 3), G (2, 1): A = G - V = (1, -2)
-    logprobs = torch.tensor([-1.0, -2.0], requires_grad=True)
-    values = torch.tensor([1.0, 3.0], requires_grad=True)
-    return logprobs, values, *vpg.vpg_loss(logprobs, values, torch.tensor([2.0, 1.0]))
+    c = exercise_cases.VPG  # worked out in exercises/cases.py: A = G - V = (1, -2)
+    logprobs = torch.tensor(c["logprobs"], requires_grad=True)
+    values = torch.tensor(c["values"], requires_grad=True)
+    return logprobs, values, *vpg.vpg_loss(logprobs, values, torch.tensor(c["returns"]))
 
 
 def test_vpg_loss_values():
     _, _, policy_loss, value_loss = vpg_case()
-    # policy: -((-1)(1) + (-2)(-2)) / 2 = -(3) / 2 = -1.5; value: (1^2 + 2^2) / 2 = 2.5
-    torch.testing.assert_close(policy_loss, torch.tensor(-1.5))
-    torch.testing.assert_close(value_loss, torch.tensor(2.5))
+    torch.testing.assert_close(policy_loss, torch.tensor(exercise_cases.VPG["losses"][0]))
+    torch.testing.assert_close(value_loss, torch.tensor(exercise_cases.VPG["losses"][1]))
 
 
 def test_vpg_policy_loss_does_not_move_the_critic():
     logprobs, values, policy_loss, _ = vpg_case()
     policy_loss.backward()
     assert values.grad is None or not values.grad.any()
-    torch.testing.assert_close(logprobs.grad, torch.tensor([-0.5, 1.0]))  # -A / 2
+    torch.testing.assert_close(logprobs.grad, torch.tensor(exercise_cases.VPG_GRADS["policy"][0]))
 
 
 def test_vpg_value_loss_trains_only_the_critic():
     logprobs, values, _, value_loss = vpg_case()
     value_loss.backward()
-    torch.testing.assert_close(values.grad, torch.tensor([-1.0, 2.0]))  # -2 (G - V) / 2
+    torch.testing.assert_close(values.grad, torch.tensor(exercise_cases.VPG_GRADS["value"][1]))
     assert logprobs.grad is None or not logprobs.grad.any()
 
 
-# PPO, eps = 0.2, old logprobs 0 so ratio = exp(new). min(r A, clip(r) A) per sample:
-#   r 1.1, A +1: inside the range     -> 1.1 * 1  =  1.1, pulls
-#   r 1.5, A +1: above 1 + eps, A > 0 -> 1.2 * 1  =  1.2, clipped: no gradient
-#   r 0.5, A +1: below, but A > 0     -> 0.5 * 1  =  0.5, pulls (pessimistic side)
-#   r 0.5, A -1: below 1 - eps, A < 0 -> 0.8 * -1 = -0.8, clipped: no gradient
-#   r 1.5, A -1: above, but A < 0     -> 1.5 * -1 = -1.5, pulls
-#   r 0.9, A -2: inside the range     -> 0.9 * -2 = -1.8, pulls
-# loss = -(1.1 + 1.2 + 0.5 - 0.8 - 1.5 - 1.8) / 6 = 1.3 / 6
-# d loss / d new_logprob = -r A / 6 where it pulls (d r / d new = r), 0 where clipped.
-PPO_RATIOS = torch.tensor([1.1, 1.5, 0.5, 0.5, 1.5, 0.9])
-PPO_ADVANTAGES = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0, -2.0])
-PPO_GRAD = torch.tensor([-1.1, 0.0, -0.5, 0.0, 1.5, 1.8]) / 6
+# PPO: exercises/cases.py works the clipped objective out, sample by sample.
+PPO_RATIOS = torch.tensor(exercise_cases.PPO_RATIOS)
+PPO_ADVANTAGES = torch.tensor(exercise_cases.PPO_ADVANTAGES)
+PPO_GRAD = torch.tensor(exercise_cases.PPO_GRAD)
 
 
 @modules(PPO_LOSS)
 def test_ppo_loss_value_and_gradient(module):
     new_logprobs = PPO_RATIOS.log().requires_grad_()
     loss = module.ppo_loss(new_logprobs, torch.zeros(6), PPO_ADVANTAGES, 0.2)
-    torch.testing.assert_close(loss, torch.tensor(1.3 / 6))
+    torch.testing.assert_close(loss, torch.tensor(exercise_cases.PPO_LOSS[0.2]))
     loss.backward()
     torch.testing.assert_close(new_logprobs.grad, PPO_GRAD)
     clipped = torch.tensor([False, True, False, True, False, False])
@@ -627,48 +609,28 @@ def test_ppo_loss_uses_the_ratio_to_the_old_policy(module):
     # The same ratios from old logprobs -1 and new = old + log r: same loss.
     old = torch.full((6,), -1.0)
     loss = module.ppo_loss(old + PPO_RATIOS.log(), old, PPO_ADVANTAGES, 0.2)
-    torch.testing.assert_close(loss, torch.tensor(1.3 / 6))
+    torch.testing.assert_close(loss, torch.tensor(exercise_cases.PPO_LOSS[0.2]))
     # With eps = 0.6 every ratio is inside [0.4, 1.6], so the loss is -mean(r A)
     # = -(1.1 + 1.5 + 0.5 - 0.5 - 1.5 - 1.8) / 6 = 0.7 / 6
     loss = module.ppo_loss(old + PPO_RATIOS.log(), old, PPO_ADVANTAGES, 0.6)
-    torch.testing.assert_close(loss, torch.tensor(0.7 / 6))
+    torch.testing.assert_close(loss, torch.tensor(exercise_cases.PPO_LOSS[0.6]))
 
 
 @modules(VALUE_LOSS)
 def test_value_loss(module):
-    # ((2 - 1)^2 + (1 - 3)^2) / 2 = 2.5; d/dV = -2 (G - V) / 2 = (-1, 2)
-    values = torch.tensor([1.0, 3.0], requires_grad=True)
-    loss = module.value_loss(values, torch.tensor([2.0, 1.0]))
-    torch.testing.assert_close(loss, torch.tensor(2.5))
+    c = exercise_cases.VALUE  # worked out in exercises/cases.py
+    values = torch.tensor(c["values"], requires_grad=True)
+    loss = module.value_loss(values, torch.tensor(c["returns"]))
+    torch.testing.assert_close(loss, torch.tensor(c["loss"]))
     loss.backward()
-    torch.testing.assert_close(values.grad, torch.tensor([-1.0, 2.0]))
+    torch.testing.assert_close(values.grad, torch.tensor(c["grad"]))
 
 
-# GAE, gamma .5, lambda .5 (so gamma lambda = .25), rewards (1, 2, 3), V(s_t) = (2, 1, 2) and
-# next_values = V(s_{t+1}) = (1, 2, 4). With no episode end the TD errors
-# delta_t = r_t + .5 V(s_{t+1}) - V(s_t) are (1 + .5 - 2, 2 + 1 - 1, 3 + 2 - 2) = (-.5, 2, 3).
-GAE_REWARDS = torch.tensor([1.0, 2.0, 3.0])
-GAE_VALUES = torch.tensor([2.0, 1.0, 2.0])
-GAE_NEXT_VALUES = torch.tensor([1.0, 2.0, 4.0])
-GAE_CASES = {  # terminated, episode_end, next_values[1], lambda -> advantages
-    # No end: the rollout is cut after t=2 and bootstrapped by next_values[-1] = 4 (in delta_2).
-    # A2 = 3, A1 = 2 + .25 * 3 = 2.75, A0 = -.5 + .25 * 2.75 = .1875
-    "plain": ([0, 0, 0], [0, 0, 0], 2.0, 0.5, [0.1875, 2.75, 3.0]),
-    # Terminated at t=1: no bootstrap, delta_1 = 2 - 1 = 1, and A2 does not flow back into A1:
-    # A1 = 1, A0 = -.5 + .25 * 1 = -.25
-    "terminated": ([0, 1, 0], [0, 1, 0], 2.0, 0.5, [-0.25, 1.0, 3.0]),
-    # Truncated at t=1, next_values[1] = 6 = V(the episode's final observation): bootstrapped,
-    # delta_1 = 2 + .5 * 6 - 1 = 4, but A2 does not flow back: A1 = 4, A0 = -.5 + .25 * 4 = .5
-    "truncated": ([0, 0, 0], [0, 1, 0], 6.0, 0.5, [0.5, 4.0, 3.0]),
-    # Terminated at the last step: A2 = delta_2 = 3 - 2 = 1, A1 = 2 + .25 * 1 = 2.25,
-    # A0 = -.5 + .25 * 2.25 = .0625
-    "terminated-last": ([0, 0, 1], [0, 0, 1], 2.0, 0.5, [0.0625, 2.25, 1.0]),
-    # lambda 1: A2 = 3, A1 = 2 + .5 * 3 = 3.5, A0 = -.5 + .5 * 3.5 = 1.25. That is G - V, with
-    # G2 = 3 + .5 * 4 = 5, G1 = 2 + .5 * 5 = 4.5, G0 = 1 + .5 * 4.5 = 3.25 and V = (2, 1, 2).
-    "lambda-1": ([0, 0, 0], [0, 0, 0], 2.0, 1.0, [1.25, 3.5, 3.0]),
-    # lambda 0: the one-step TD errors themselves
-    "lambda-0": ([0, 0, 0], [0, 0, 0], 2.0, 0.0, [-0.5, 2.0, 3.0]),
-}
+# GAE: exercises/cases.py works each case out (gamma .5, lambda .5, rewards (1, 2, 3)).
+GAE_REWARDS = torch.tensor(exercise_cases.GAE_REWARDS)
+GAE_VALUES = torch.tensor(exercise_cases.GAE_VALUES)
+GAE_NEXT_VALUES = torch.tensor(exercise_cases.GAE_NEXT_VALUES)
+GAE_CASES = exercise_cases.GAE_CASES
 
 
 @modules(GAE)
@@ -705,36 +667,22 @@ def test_compute_gae_time_major_envs_are_independent(module):
         0.5,
         0.5,
     )
-    expected = torch.tensor([[0.1875, -0.25], [2.75, 1.0], [3.0, 3.0]])
+    expected = torch.tensor(exercise_cases.GAE_2_ENVS)
     torch.testing.assert_close(advantages, expected)
     torch.testing.assert_close(returns, expected + GAE_VALUES[:, None])
 
 
-# Clipped value loss, eps .2, old values 0, so V_clip = clip(V, -.2, .2). Per sample (R, V):
-#   (1, .5):   unclipped (1 - .5)^2 = .25, clipped (1 - .2)^2 = .64   -> .64, V went up too far
-#   (-1, -.5): unclipped .25, clipped (-1 + .2)^2 = .64               -> .64, down too far
-#   (0, .5):   unclipped .25, clipped (0 - .2)^2 = .04                -> .25, clipping no matter
-#   (1, .1):   inside the range, V_clip = V: both (1 - .1)^2 = .81    -> .81
-# Clipped: (.64 + .64 + .25 + .81) / 4 = .585; unclipped: (.25 + .25 + .25 + .81) / 4 = .39.
-# d/dV = 2 (V - R) / 4 = (-.25, .25, .25, -.45), but 0 where the clipped term (flat in V) wins.
-VL_RETURNS = torch.tensor([1.0, -1.0, 0.0, 1.0])
-VL_VALUES = torch.tensor([0.5, -0.5, 0.5, 0.1])
-VL_UNCLIPPED = (0.39, [-0.25, 0.25, 0.25, -0.45])
+# Clipped value loss: exercises/cases.py works each case out (eps .2, old values 0).
+VL_RETURNS = torch.tensor(exercise_cases.VL_RETURNS)
+VL_VALUES = torch.tensor(exercise_cases.VL_VALUES)
+VL_CASES = exercise_cases.VL_CASES
 
 
 @modules(GAE)
-@pytest.mark.parametrize(
-    "old_values, clip_coef, expected",
-    [
-        (None, None, VL_UNCLIPPED),
-        (None, 0.2, VL_UNCLIPPED),  # what train() passes without --clip-vloss: no clipping
-        (torch.zeros(4), 0.2, (0.585, [0.0, 0.0, 0.25, -0.45])),
-        (torch.zeros(4), 1.0, VL_UNCLIPPED),  # every |V - V_old| <= 1: clipping changes nothing
-    ],
-    ids=["mse", "no-old-values", "clipped", "wide-clip"],
-)
+@pytest.mark.parametrize("old_values, clip_coef, expected", VL_CASES.values(), ids=list(VL_CASES))
 def test_value_loss_clipped_around_the_old_values(module, old_values, clip_coef, expected):
     values = VL_VALUES.clone().requires_grad_()
+    old_values = None if old_values is None else torch.tensor(old_values)
     loss = module.value_loss(values, VL_RETURNS, old_values, clip_coef)
     torch.testing.assert_close(loss, torch.tensor(expected[0]))
     loss.backward()
@@ -797,19 +745,7 @@ def test_critic_hidden_widens_the_critic_alone(tmp_path, capsys):
     assert "--load-model" in one_line_error(capsys, exc, script)
 
 
-@pytest.mark.parametrize(
-    "lr, kl, expected",
-    [
-        (3e-4, 0.05, 2e-4),  # above 2 x the target (0.02): / 1.5
-        (1e-4, 0.005, 1.5e-4),  # below half of it: x 1.5
-        (2.5e-4, 0.005, 3e-4),  # ... up to max_lr (3e-4) and no further
-        (3e-4, 0.0, 3e-4),
-        (1e-4, 0.02, 1e-4),  # inside the band, its edges included: unchanged
-        (1e-4, 0.04, 1e-4),
-        (1e-4, 0.01, 1e-4),
-        (1.2e-5, 1.0, 1e-5),  # never below 1e-5
-    ],
-)
+@pytest.mark.parametrize("lr, kl, expected", exercise_cases.ADAPTED_LR)  # target 0.02, max 3e-4
 def test_adapted_lr(lr, kl, expected):
     assert ppo_continuous.adapted_lr(lr, kl, 0.02, 3e-4) == pytest.approx(
         expected, rel=1e-12, abs=0
@@ -3302,3 +3238,460 @@ def test_committed_notebook_was_one_full_run_top_to_bottom():
     for cell in code:  # each output's count, where it has one, is its cell's
         for output in cell.outputs:
             assert output.get("execution_count", cell.execution_count) == cell.execution_count
+
+
+# ----------------------------------------------------------------------------------------------
+# 18. Exercises (exercises/): generated from the scripts, the grader, its planted mistakes
+# ----------------------------------------------------------------------------------------------
+
+
+def grade(rung, path, capsys):
+    """exercises/check.py RUNG --file PATH: (exit status, its lines)."""
+    try:
+        code = grader.main([rung, "--file", str(path)])
+    except SystemExit as stop:
+        code = stop.code
+    out = capsys.readouterr()
+    return code, (out.out + out.err).strip().splitlines()
+
+
+def test_the_exercises_are_generated_from_the_scripts():
+    assert exercise_maker.main(["--check"]) == 0  # else: python exercises/make.py
+    for rung, blanks in exercise_cases.EXERCISES.items():
+        text = (ROOT / "exercises" / f"{rung}.py").read_text()
+        assert text.count("raise NotImplementedError(") == len(blanks), rung
+        for name in blanks:  # the script's own signature and docstring
+            fn = grader.find(exercise_cases.script(rung), name)
+            head = inspect.getsource(fn).split('"""')[:2]
+            assert '"""'.join(head) in text, name
+
+
+@pytest.mark.parametrize("rung", list(exercise_cases.EXERCISES))
+def test_the_scripts_pass_every_check_and_blanks_are_not_written_yet(rung, tmp_path, capsys):
+    code, lines = grade(rung, ROOT / f"{rung}.py", capsys)
+    assert code == 0 and len(lines) == len(exercise_cases.EXERCISES[rung]), lines
+    assert all(line.startswith("✓ ") and "passed" in line for line in lines), lines
+    code, lines = grade(rung, ROOT / "exercises" / f"{rung}.py", capsys)
+    assert code == 1 and lines == [
+        f"· {name}: not written yet" for name in exercise_cases.EXERCISES[rung]
+    ]
+
+
+def test_the_case_table_is_the_one_the_tests_use():
+    # Section 1's numbers come from exercises/cases.py: the same objects, not copies.
+    assert PPO_GRAD.tolist() == pytest.approx(exercise_cases.PPO_GRAD)
+    assert GAE_CASES is exercise_cases.GAE_CASES and VL_CASES is exercise_cases.VL_CASES
+
+
+# Wrong versions that students write, as source: each must fail its check, in a line that names
+# the function and, where given, the mistake in words.
+PLANTED = {
+    "reinforce": [
+        (
+            "discounted_returns",
+            "no reset at an episode's end",
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    returns, g = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        g = rewards[t] + gamma * g
+        returns[t] = g
+    return returns
+""",
+        ),
+        (
+            "discounted_returns",
+            "not reward-to-go",
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    total = sum(gamma**t * rewards[t] for t in range(len(rewards)))
+    return torch.stack([total] * len(rewards))
+""",
+        ),
+        (
+            "discounted_returns",
+            None,
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    return rewards.cumsum(0)
+""",
+        ),
+        (
+            "reinforce_loss",
+            "the sign",
+            """
+def reinforce_loss(logprobs, returns):
+    return (logprobs * returns).mean()
+""",
+        ),
+        (
+            "reinforce_loss",
+            "a sum where the mean belongs",
+            """
+def reinforce_loss(logprobs, returns):
+    return -(logprobs * returns).sum()
+""",
+        ),
+        (
+            "reinforce_loss",
+            "raised",
+            """
+def reinforce_loss(logprobs, returns):
+    return -(logprobs @ returns.T[None]).mean()
+""",
+        ),
+    ],
+    "vpg": [
+        (
+            "vpg_loss",
+            "the advantage is not detached, so the policy loss moves the critic",
+            """
+def vpg_loss(logprobs, values, returns):
+    advantages = returns - values
+    return -(logprobs * advantages).mean(), (advantages**2).mean()
+""",
+        ),
+        (
+            "vpg_loss",
+            "no baseline",
+            """
+def vpg_loss(logprobs, values, returns):
+    return -(logprobs * returns).mean(), ((returns - values) ** 2).mean()
+""",
+        ),
+        (
+            "vpg_loss",
+            "the advantage's sign",
+            """
+def vpg_loss(logprobs, values, returns):
+    advantages = (values - returns).detach()
+    return -(logprobs * advantages).mean(), ((returns - values) ** 2).mean()
+""",
+        ),
+        (
+            "vpg_loss",
+            None,
+            """
+def vpg_loss(logprobs, values, returns):
+    return float("nan"), float("nan")
+""",
+        ),
+    ],
+    "ppo": [
+        (
+            "ppo_loss",
+            "max where the clip needs min",
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = (new_logprobs - old_logprobs).exp()
+    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return -torch.max(ratio * advantages, clipped * advantages).mean()
+""",
+        ),
+        (
+            "ppo_loss",
+            "the ratio built from log-probabilities",
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = new_logprobs - old_logprobs
+    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+""",
+        ),
+        (
+            "ppo_loss",
+            "no clip",
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    return -((new_logprobs - old_logprobs).exp() * advantages).mean()
+""",
+        ),
+        (
+            "value_loss",
+            "not squared",
+            """
+def value_loss(values, returns):
+    return (returns - values).abs().mean()
+""",
+        ),
+        (
+            "value_loss",
+            "a sum where the mean belongs",
+            """
+def value_loss(values, returns):
+    return ((returns - values) ** 2).sum()
+""",
+        ),
+        (
+            "value_loss",
+            None,
+            """
+def value_loss(values, returns):
+    return ((returns - values.detach()) ** 2).mean()
+""",
+        ),
+    ],
+    "ppo_gae": [
+        (
+            "compute_gae",
+            "GAE crosses an episode's end",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        delta = rewards[t] + gamma * (1 - terminated[t].float()) * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "compute_gae",
+            "a truncation taken for a termination: no bootstrap",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        not_ended = 1 - episode_end[t].float()
+        delta = rewards[t] + gamma * not_ended * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * not_ended * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "compute_gae",
+            "lambda left out",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        delta = rewards[t] + gamma * (1 - terminated[t].float()) * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * (1 - episode_end[t].float()) * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "compute_gae",
+            "a termination bootstrapped",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * (1 - episode_end[t].float()) * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "value_loss",
+            "min where the clipped value loss needs max",
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    loss = (returns - values) ** 2
+    if old_values is not None and clip_coef is not None:
+        clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+        loss = torch.min(loss, (returns - clipped) ** 2)
+    return loss.mean()
+""",
+        ),
+        (
+            "value_loss",
+            "not around the old values",
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    loss = (returns - values) ** 2
+    if old_values is not None and clip_coef is not None:
+        loss = torch.max(loss, (returns - values.clamp(-clip_coef, clip_coef)) ** 2)
+    return loss.mean()
+""",
+        ),
+        (
+            "value_loss",
+            None,
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    return ((returns - values) ** 2).mean()
+""",
+        ),
+    ],
+    "ppo_continuous": [
+        (
+            "Agent.get_action_and_value",
+            "not summed over the action dimensions",
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action), dist.entropy(), self.critic(x)
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            None,
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.expand_as(mean).abs() + 1e-6)
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            None,
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "RunningNorm.update",
+            "earlier batches forgotten",
+            """
+    def update(self, x):
+        self.mean, self.var = x.mean(0), x.var(0, correction=0)
+        self.count = self.count + x.shape[0]
+""",
+        ),
+        (
+            "RunningNorm.update",
+            "the spread between the batch means left out",
+            """
+    def update(self, x):
+        total = self.count + x.shape[0]
+        self.mean = (self.mean * self.count + x.mean(0) * x.shape[0]) / total
+        self.var = (self.var * self.count + x.var(0, correction=0) * x.shape[0]) / total
+        self.count = total
+""",
+        ),
+        (
+            "RunningNorm.update",
+            None,
+            """
+    def update(self, x):
+        self.mean += x.mean(0)
+""",
+        ),
+        (
+            "adapted_lr",
+            "raised where the policy moved too far",
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    if kl > 2 * target_kl:
+        return min(lr * 1.5, max_lr)
+    if kl < target_kl / 2:
+        return max(lr / 1.5, 1e-5)
+    return lr
+""",
+        ),
+        (
+            "adapted_lr",
+            "not kept in [1e-5, max_lr]",
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    if kl > 2 * target_kl:
+        return lr / 1.5
+    if kl < target_kl / 2:
+        return lr * 1.5
+    return lr
+""",
+        ),
+        (
+            "adapted_lr",
+            None,
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    return "0.0003"
+""",
+        ),
+    ],
+}
+
+
+def with_function(rung, name, source):
+    """The script's exercise file, solved, with `name` replaced by `source` (a def)."""
+    import ast as syntax
+
+    text = exercise_maker.exercise(rung, solved=True)
+    tree, lines = syntax.parse(text), text.splitlines()
+    top, _, method = name.partition(".")
+    (node,) = [n for n in tree.body if getattr(n, "name", None) == top]
+    if method:
+        (node,) = [n for n in node.body if getattr(n, "name", None) == method]
+    lines[node.lineno - 1 : node.end_lineno] = source.strip("\n").splitlines()
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "rung, name, words, source",
+    [(rung, *planted) for rung, items in PLANTED.items() for planted in items],
+    ids=lambda value: value if isinstance(value, str) and len(value) < 30 else "",
+)
+def test_the_grader_catches_planted_mistakes(rung, name, words, source, tmp_path, capsys):
+    path = tmp_path / f"{rung}.py"
+    path.write_text(with_function(rung, name, source))
+    code, lines = grade(rung, path, capsys)
+    assert code == 1, lines
+    (failed,) = [line for line in lines if not line.startswith("✓")]
+    assert failed.startswith(f"✗ {name}: "), lines
+    if words:
+        assert words in failed, failed
+    assert len(lines) == len(exercise_cases.EXERCISES[rung])  # the others still pass
+
+
+def test_planted_mistakes_cover_every_exercise_three_times():
+    for rung, blanks in exercise_cases.EXERCISES.items():
+        for name in blanks:
+            assert sum(n == name for n, _, _ in PLANTED[rung]) >= 3, (rung, name)
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [("def broken(:\n", "SyntaxError"), ("import no_such_module\n", "ModuleNotFoundError")],
+)
+def test_a_file_the_grader_cannot_read_is_one_line_and_status_2(text, says, tmp_path, capsys):
+    path = tmp_path / "ppo.py"
+    path.write_text(text)
+    code, lines = grade("ppo", path, capsys)
+    assert code == 2 and len(lines) == 1 and says in lines[0] and "check.py: error:" in lines[0]
+    code, lines = grade("no_such_rung", path, capsys)
+    assert code == 2 and lines == [
+        "check.py: error: unknown rung 'no_such_rung': one of reinforce, vpg, ppo, ppo_gae, "
+        "ppo_continuous"
+    ]
+
+
+def exercise_copy(tmp_path, rung, text):
+    """exercises/RUNG.py with `text`, in a folder of its own beside links to the grader."""
+    folder = tmp_path / "exercises"
+    folder.mkdir()
+    for name in ("check.py", "cases.py"):
+        (folder / name).symlink_to(ROOT / "exercises" / name)
+    (folder / f"{rung}.py").write_text(text)
+    return folder / f"{rung}.py"
+
+
+def test_an_exercise_file_trains_the_script_with_the_students_functions(tmp_path):
+    rung = "ppo_gae"
+    blank = cli([str(ROOT / "exercises" / f"{rung}.py")], tmp_path)
+    assert blank.returncode == 1 and blank.stdout == "", blank.stderr
+    assert blank.stderr.strip() == (
+        "ppo_gae.py: error: write compute_gae first, then check it: "
+        "python exercises/check.py ppo_gae"
+    )
+    # Solved, with a compute_gae that counts its calls: the script's train() runs with it.
+    solved = exercise_maker.exercise(rung, solved=True).replace(
+        "    advantages = torch.zeros_like(rewards)\n",
+        "    print('student compute_gae')\n    advantages = torch.zeros_like(rewards)\n",
+    )
+    path = exercise_copy(tmp_path, rung, solved)
+    argv = flags("--total-timesteps 2048 --eval-episodes 1 --run-dir run")
+    done = cli([str(path), *argv], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("student compute_gae") == 4  # 2048 / 512 steps a rollout
+    assert "evaluation over 1 episodes" in done.stdout

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: MIT
+"""ppo.py as exercises: write the body of each function that raises NotImplementedError.
+Generated from ppo.py by exercises/make.py; the equations are in the docstrings.
+
+    python exercises/check.py ppo    # check what you wrote, a line per function
+    python exercises/ppo.py          # then train ppo.py with it
+"""
+
+import torch
+
+
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    """L_clip = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t), rho_t = pi / pi_old."""
+    raise NotImplementedError("ratio = exp(new - old); minus the mean of the min of the two terms")
+
+
+def value_loss(values, returns):
+    """L_V = mean_t (G_t - V(s_t))^2."""
+    raise NotImplementedError("the mean squared error between returns and values")
+
+
+# ppo.py's own train(), with these functions in place of its own:
+if __name__ == "__main__":
+    from check import train_with  # exercises/check.py
+
+    train_with("ppo", globals())

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+"""ppo_gae.py as exercises: write the body of each function that raises NotImplementedError.
+Generated from ppo_gae.py by exercises/make.py; the equations are in the docstrings.
+
+    python exercises/check.py ppo_gae    # check what you wrote, a line per function
+    python exercises/ppo_gae.py          # then train ppo_gae.py with it
+"""
+
+import torch
+
+
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    """Generalized advantage estimates and the value targets, time along dim 0.
+
+    delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
+    A_t     = delta_t + gamma * lambda * (1 - episode_end_t) * A_{t+1},  A_T = 0
+    returns = A + V
+
+    next_values[t] is V(s_{t+1}); on a truncated step it is V of the episode's real final
+    observation, which bootstraps the cut-off return. A termination zeroes the bootstrap;
+    any episode end (terminated or truncated) stops A from flowing back across it.
+    """
+    raise NotImplementedError("delta_t first, then A_t from the last step back")
+
+
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    """L_V = mean_t (R_t - V(s_t))^2. With old_values and clip_coef, the elementwise max of
+    that and (R_t - V_clip)^2, V_clip = V_old + clip(V - V_old, -eps, eps), as in PPO2."""
+    raise NotImplementedError(
+        "the MSE; with old_values and clip_coef, the max of it and the clipped one"
+    )
+
+
+# ppo_gae.py's own train(), with these functions in place of its own:
+if __name__ == "__main__":
+    from check import train_with  # exercises/check.py
+
+    train_with("ppo_gae", globals())

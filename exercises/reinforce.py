@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: MIT
+"""reinforce.py as exercises: write the body of each function that raises NotImplementedError.
+Generated from reinforce.py by exercises/make.py; the equations are in the docstrings.
+
+    python exercises/check.py reinforce    # check what you wrote, a line per function
+    python exercises/reinforce.py          # then train reinforce.py with it
+"""
+
+import torch
+
+
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    """Reward-to-go G_t = r_t + gamma * (1 - done_t) * G_{t+1}, with G_T = last_value.
+
+    Time runs along dim 0, (T,) or (T, N). dones[t] is true when step t ended its
+    episode, so no reward flows back across the end of an episode.
+    """
+    raise NotImplementedError("loop t from the last step back; reset at each episode's end")
+
+
+def reinforce_loss(logprobs, returns):
+    """L = -mean_t log pi(a_t|s_t) * G_t; its gradient is minus the policy gradient."""
+    raise NotImplementedError("minus the mean of log pi(a_t|s_t) * G_t")
+
+
+# reinforce.py's own train(), with these functions in place of its own:
+if __name__ == "__main__":
+    from check import train_with  # exercises/check.py
+
+    train_with("reinforce", globals())
