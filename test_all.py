@@ -3337,7 +3337,7 @@ def reinforce_loss(logprobs, returns):
             "raised",
             """
 def reinforce_loss(logprobs, returns):
-    return -(logprobs @ returns.T[None]).mean()
+    return -(logprobs * returns[0, 0]).mean()
 """,
         ),
     ],
@@ -3695,3 +3695,126 @@ def test_an_exercise_file_trains_the_script_with_the_students_functions(tmp_path
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("student compute_gae") == 4  # 2048 / 512 steps a rollout
     assert "evaluation over 1 episodes" in done.stdout
+
+
+EXERCISES_NOTEBOOK = ROOT / "exercises.ipynb"
+
+
+def run_notebook(nb, monkeypatch, path):
+    """Every cell of nb in a fresh kernel of this interpreter, quick mode; nb gets the outputs."""
+    nbclient = pytest.importorskip("nbclient")
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    class ThisInterpreter(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name):
+            argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            return KernelSpec(argv=argv, display_name="this", language="python")
+
+    monkeypatch.setenv("NOTEBOOK_QUICK", "1")
+    km = KernelManager(kernel_spec_manager=ThisInterpreter(), kernel_name="python3")
+    resources = {"metadata": {"path": str(path)}}
+    nbclient.NotebookClient(nb, km=km, timeout=300, resources=resources).execute()
+    return nb
+
+
+def solved_notebook():
+    """exercises.ipynb with every solution cell's blank filled with the script's own code."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(EXERCISES_NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            rung, name = meta["grade_id"].split("-", 1)
+            source = exercise_maker.exercise(rung, solved=True)
+            tops = exercise_maker.ast.parse(source).body
+            (node,) = [n for n in tops if getattr(n, "name", None) == name]
+            cell.source = "\n".join(source.splitlines()[node.lineno - 1 : node.end_lineno])
+    return nb
+
+
+def printed(nb):
+    return "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_exercises_notebook_as_committed_says_what_to_write_first(monkeypatch, tmp_path):
+    """No outputs committed; run, each check says "not written yet" and each training cell what
+    to write first, in one line, and no cell gives error output."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(EXERCISES_NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert all(
+        not c.get("outputs") and not c.get("execution_count")
+        for c in nb.cells
+        if c.cell_type == "code"
+    )
+    run_notebook(nb, monkeypatch, ROOT)
+    assert notebook_problems(nb) == []
+    text = printed(nb)
+    names = [name for blanks in exercise_cases.EXERCISES.values() for name in blanks]
+    assert text.count("not written yet") == len(names)
+    assert text.count(" first (and check it): then this cell trains ") == 5
+    assert "Traceback" not in text and "mean return" not in text
+
+
+def test_exercises_notebook_filled_from_the_scripts_passes_and_learns(monkeypatch):
+    nb = run_notebook(solved_notebook(), monkeypatch, ROOT)
+    assert notebook_problems(nb) == []
+    text = printed(nb)
+    names = [name for blanks in exercise_cases.EXERCISES.values() for name in blanks]
+    assert text.count("✓ ") == len(names) and "✗" not in text and "not written" not in text
+    moved = re.findall(
+        r"(\w+)\.py with your functions: mean return, first 20 episodes "
+        r"(-?[\d.]+), last 20 (-?[\d.]+)",
+        text,
+    )
+    assert len(moved) == 5, text
+    for _rung, first, last in moved:  # every rung learns, even in quick mode
+        first, last = float(first), float(last)  # CartPole: returns doubled; Pendulum: +100
+        assert last > 2 * first if first > 0 else last > first + 100, moved
+
+
+def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monkeypatch):
+    """nbgrader itself: generate_assignment keeps each blank's signature and docstring, and
+    autograde gives a solved copy every point and a blank one none."""
+    pytest.importorskip("nbgrader")
+    nbformat = pytest.importorskip("nbformat")
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
+
+    course = tmp_path / "course"
+    (course / "source" / "hw").mkdir(parents=True)
+    shutil.copy(EXERCISES_NOTEBOOK, course / "source" / "hw" / "exercises.ipynb")
+    config = Config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.course_id = "ladder"
+    config.ExecutePreprocessor.timeout = 300
+    monkeypatch.setenv("NOTEBOOK_QUICK", "1")
+    monkeypatch.setenv("LADDER_ROOT", str(ROOT))  # autograde runs a copy in a folder of its own
+    monkeypatch.chdir(course)
+    api = NbGraderAPI(config=config)
+    assert api.generate_assignment("hw")["success"]
+    released = nbformat.read(course / "release" / "hw" / "exercises.ipynb", as_version=4)
+    solution = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert len(solution) == 10 and all(
+        '"""' in c.source and "NotImplementedError" in c.source for c in solution
+    )
+    for student, nb in (("solved", solved_notebook()), ("blank", released)):
+        folder = course / "submitted" / student / "hw"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / "exercises.ipynb")
+        assert api.autograde("hw", student)["success"], student
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        scores = {s: gradebook.find_submission("hw", s).score for s in ("solved", "blank")}
+        total = gradebook.find_assignment("hw").max_score
+    assert total == 10 and scores == {"solved": 10, "blank": 0}, scores
+
+
+def test_no_link_points_at_a_placeholder():
+    """The Colab badges pointed at github.com/OWNER/REPO: no page or notebook may lead nowhere."""
+    pages = [ROOT / "README.md", *ROOT.glob("*.ipynb"), *ROOT.glob("*/*.md")]
+    for path in pages:
+        text = path.read_text()
+        assert not re.search(r"OWNER/REPO|github\.com/(owner|user|USERNAME|OWNER)/", text), path

@@ -19,15 +19,18 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def script(name):
-    """The module of ROOT/NAME.py, loaded by its path (exercises/NAME.py has the same name)."""
+def script(name, fresh=False):
+    """The module of ROOT/NAME.py, loaded by its path (exercises/NAME.py has the same name);
+    fresh: a new copy, whose functions a notebook's run may replace."""
     key = f"_script_{name}"
-    if key not in globals():
-        spec = importlib.util.spec_from_file_location(key, ROOT / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    if key in globals() and not fresh:
+        return globals()[key]
+    spec = importlib.util.spec_from_file_location(key, ROOT / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not fresh:
         globals()[key] = module
-    return globals()[key]
+    return module
 
 
 def t(values, dtype=torch.float32):

@@ -16,6 +16,7 @@ import contextlib
 import importlib.util
 import inspect
 import io
+import os
 import sys
 import textwrap
 import types
@@ -115,21 +116,72 @@ def main(argv=None):
     return 0 if all(passed for passed, _ in results) else 1
 
 
+def students(rung, student):
+    """The student's functions of a rung, from the globals `student`: {name: fn or None}."""
+    namespace = types.SimpleNamespace(**student)
+    return {name: find(namespace, name) for name in cases.EXERCISES[rung]}
+
+
+def install(module, functions):
+    """The functions in place of the script's own: module.NAME, or module.Class.method."""
+    for name, fn in functions.items():
+        *owner, attribute = name.split(".")
+        setattr(getattr(module, owner[0]) if owner else module, attribute, fn)
+
+
 def train_with(rung, student):
     """python exercises/RUNG.py [flags]: RUNG.py's own train(), with the student's functions
     (from the globals `student`) in place of the script's; an unwritten one stops it first."""
-    module, student = cases.script(rung), types.SimpleNamespace(**student)
-    for name in cases.EXERCISES[rung]:
-        fn = find(student, name)
+    functions = students(rung, student)
+    for name, fn in functions.items():
         if fn is None or unwritten(fn):
             command = f"python exercises/check.py {rung}"
             print(
                 f"{rung}.py: error: write {name} first, then check it: {command}", file=sys.stderr
             )
             sys.exit(1)
-        *owner, attribute = name.split(".")  # a function of the script, or a method of a class
-        setattr(getattr(module, owner[0]) if owner else module, attribute, fn)
+    module = cases.script(rung)
+    install(module, functions)
     return module.train(module.parse_args())
+
+
+# ---- in a notebook (exercises.ipynb) -----------------------------------------------------------
+NOTEBOOK_RUNS = {  # rung: the flags of its run in exercises.ipynb, in full and in quick mode (CI)
+    "reinforce": ("--total-timesteps 100000", "--total-timesteps 16000"),
+    "vpg": ("--total-timesteps 30000", "--total-timesteps 12288"),
+    "ppo": ("--total-timesteps 30000", "--total-timesteps 12288"),
+    "ppo_gae": ("--total-timesteps 40000", "--total-timesteps 12288"),
+    "ppo_continuous": ("--total-timesteps 100000", "--total-timesteps 20480"),
+}
+
+
+def notebook_check(rung, name, student):
+    """A check cell: the grader's line for one function. Under nbgrader (its autograder or
+    validator), a line that is not a pass raises AssertionError: the cell scores 0."""
+    passed, line = check(rung, name, students(rung, student)[name])
+    print(line)
+    if not passed and os.environ.get("NBGRADER_EXECUTION"):
+        raise AssertionError(line)
+    return passed
+
+
+def notebook_train(rung, student, quick=False):
+    """A training cell: RUNG.py's own train(), in a fresh copy of the script, with the student's
+    functions; prints how the returns moved. Unwritten functions: one line, no run."""
+    functions = students(rung, student)
+    missing = [name for name, fn in functions.items() if fn is None or unwritten(fn)]
+    if missing:
+        print(f"Write {', '.join(missing)} first (and check it): then this cell trains {rung}.py.")
+        return None
+    module = cases.script(rung, fresh=True)
+    install(module, functions)
+    argv = [*NOTEBOOK_RUNS[rung][quick].split(), "--eval-episodes", "0"]
+    result = module.train(module.parse_args([*argv, "--run-dir", f"runs/exercises/{rung}"]))
+    returns = [episode_return for _, episode_return in result["episode_returns"]]
+    first, last = sum(returns[:20]) / 20, sum(returns[-20:]) / 20
+    print(f"{rung}.py with your functions: mean return, first 20 episodes {first:.1f}", end="")
+    print(f", last 20 {last:.1f}")
+    return result
 
 
 if __name__ == "__main__":

@@ -96,10 +96,164 @@ def exercise(rung, solved=False):
     return subprocess.run(ruff, input=text, capture_output=True, text=True, check=True).stdout
 
 
+IDEAS = {  # rung: its section's text in exercises.ipynb (the equations are in the docstrings)
+    "reinforce": (
+        "1. REINFORCE: the policy gradient with reward-to-go",
+        "Play whole episodes, then step along"
+        " $\\nabla_\\theta J = \\mathbb{E}[\\sum_t \\nabla_\\theta"
+        " \\log \\pi_\\theta(a_t|s_t)\\, G_t]$ with the reward-to-go $G_t = r_t + \\gamma G_{t+1}$,"
+        " which starts again at 0 after each episode's end. Autograd gives the gradient of the loss"
+        " $L = -\\frac{1}{T}\\sum_t \\log \\pi_\\theta(a_t|s_t)\\, G_t$.",
+    ),
+    "vpg": (
+        "2. VPG: a learned baseline",
+        "Subtract a critic's $V_\\phi(s_t)$ from $G_t$:"
+        " the advantage $A_t = G_t - V_\\phi(s_t)$ leaves"
+        " the gradient unbiased and cuts its variance. It must not train the critic through the"
+        " policy loss (detach it); the critic learns from $L_V = \\frac{1}{T}\\sum_t (G_t -"
+        " V_\\phi(s_t))^2$.",
+    ),
+    "ppo": (
+        "3. PPO: the clipped surrogate",
+        "Several steps on one batch, with the ratio $\\rho_t = \\pi_\\theta(a_t|s_t) /"
+        " \\pi_{old}(a_t|s_t)$ kept from pulling far: $L = -\\frac{1}{T}\\sum_t \\min(\\rho_t A_t,"
+        " \\mathrm{clip}(\\rho_t, 1-\\epsilon, 1+\\epsilon) A_t)$.",
+    ),
+    "ppo_gae": (
+        "4. PPO + GAE: generalized advantage estimation",
+        "$\\delta_t = r_t + \\gamma (1 - \\mathrm{terminated}_t) V(s_{t+1}) - V(s_t)$ and $A_t ="
+        " \\delta_t + \\gamma\\lambda (1 - \\mathrm{end}_t) A_{t+1}$:"
+        " a truncated step is bootstrapped,"
+        " a terminated one is not, and no advantage crosses an episode's end. The value loss may be"
+        " clipped around the old values, as PPO2 does.",
+    ),
+    "ppo_continuous": (
+        "5. Continuous PPO: a diagonal Gaussian policy",
+        "For `Box` actions the policy is $\\mathcal{N}(\\mu_\\theta(s), \\sigma)$,"
+        " one $\\log\\sigma$ per"
+        " action dimension: the log-probability and entropy of independent dimensions add up."
+        " Observations are normalized with running statistics, and `--lr-target-kl` adapts the"
+        " step size to how far each update moved the policy.",
+    ),
+}
+INTRO = """# Exercises: write the ladder, then watch it learn
+
+One section per rung of this repository's ladder. Fill in each function (its signature and
+docstring are the script's own), run the check cell below it, then the training cell: it trains
+the script's own `train()` with your function in place, and prints how the returns moved. A right
+answer learns; a wrong one visibly does not.
+
+- **Open it** from a clone of this repository in Jupyter (`pip install -r requirements.txt
+  jupyter`, then `jupyter notebook exercises.ipynb`); or in Colab, by uploading the repository's
+  folder (or a zip of it, unzipped) and then this notebook: the first cell finds the scripts
+  (or set `LADDER_ROOT` to the repository's folder).
+- **Check outside the notebook**: `python exercises/check.py RUNG` checks `exercises/RUNG.py`, the
+  same exercises as plain files.
+- **For teachers**: the cells carry nbgrader's metadata (solution cells, autograded check cells),
+  so a course can release and autograde this notebook as it is.
+
+Generated from the scripts by `exercises/make.py`: do not edit by hand."""
+SETUP = """import os
+import sys
+from pathlib import Path
+
+places = [Path.cwd(), *Path.cwd().parents, *Path("/content").glob("*")]  # /content: Colab
+places.insert(0, Path(os.environ.get("LADDER_ROOT", ".")))  # or say where: a course's setup
+root = next((p for p in places if (p / "exercises" / "check.py").exists()), None)
+if root is None:
+    print("The scripts are not here: open this notebook from the repository's folder.")
+else:
+    os.chdir(root)  # runs/ and the scripts' imports from the repository's folder
+    sys.path[:0] = [str(root), str(root / "exercises")]
+QUICK = os.environ.get("NOTEBOOK_QUICK") == "1"  # CI: every run cut short"""
+IMPORTS = """%matplotlib inline
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn as nn
+from check import notebook_check, notebook_train
+from torch.distributions import Categorical, Normal
+
+
+def curve(result, title):
+    # Each training episode's return, and the mean of the last 20
+    if result is None:
+        return
+    steps, returns = np.array(result["episode_returns"], dtype=float).reshape(-1, 2).T
+    mean = np.convolve(returns, np.ones(20) / 20, "valid")
+    plt.figure(figsize=(7, 2.6))
+    plt.plot(steps, returns, ".", ms=2, alpha=0.3)
+    plt.plot(steps[19:], mean, label="mean of the last 20")
+    plt.xlabel("environment steps")
+    plt.ylabel("episode return")
+    plt.title(title)
+    plt.legend()
+    plt.show()"""
+
+
+def nbgrader(grade_id, solution=False, points=0):
+    """nbgrader's cell metadata (schema 3): a solution cell, or an autograded test cell."""
+    meta = dict(grade=points > 0, grade_id=grade_id, locked=not solution, schema_version=3)
+    meta |= dict(solution=solution, task=False) | (dict(points=points) if points else {})
+    return {"nbgrader": meta}
+
+
+def marked(source):
+    """A blank's body between nbgrader's solution markers, for nbgrader to swap for its stub."""
+    lines = source.splitlines()
+    i = next(k for k, line in enumerate(lines) if "raise NotImplementedError(" in line)
+    j = next(k for k in range(i, len(lines)) if lines[k].rstrip().endswith(")"))
+    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+    body = [f"{indent}### BEGIN SOLUTION", *lines[i : j + 1], f"{indent}### END SOLUTION"]
+    return "\n".join(lines[:i] + body + lines[j + 1 :])
+
+
+def notebook():
+    """exercises.ipynb, without outputs, as nbformat 4 JSON."""
+    import json
+
+    def cell(kind, text, **meta):
+        cell = dict(cell_type=kind, metadata=meta, source=text.strip("\n").splitlines(True))
+        return cell | (dict(execution_count=None, outputs=[]) if kind == "code" else {})
+
+    cells = [cell("markdown", INTRO), cell("code", SETUP), cell("code", IMPORTS)]
+    for rung, (title, idea) in IDEAS.items():
+        cells.append(cell("markdown", f"## {title} (`{rung}.py`)\n\n{idea}"))
+        parts = exercise(rung).split("\n\n\n")[1:]  # the code, one definition a part
+        for part in parts:
+            if part.startswith(("# ", "if __name__")):  # the footer
+                continue
+            name = part.split("(")[0].split()[-1]
+            names = [n for n in cases.EXERCISES[rung] if n.split(".")[0] == name]
+            if not names:  # a helper the exercises need, as in the script
+                cells.append(cell("code", part.strip()))
+                continue
+            grade_id = f"{rung}-{name}"
+            cells.append(cell("code", marked(part.strip()), **nbgrader(grade_id, solution=True)))
+            for exercise_name in names:
+                check = f'notebook_check("{rung}", "{exercise_name}", globals())'
+                cells.append(
+                    cell(
+                        "code",
+                        check,
+                        **nbgrader(f"check-{rung}-{exercise_name.replace('.', '__')}", points=1),
+                    )
+                )
+        train = f'result = notebook_train("{rung}", globals(), QUICK)\ncurve(result, "{rung}.py")'
+        cells.append(cell("code", train))
+    for number, each in enumerate(cells):
+        each["id"] = f"cell-{number}"
+    meta = dict(kernelspec=dict(display_name="Python 3", language="python", name="python3"))
+    meta |= dict(language_info=dict(name="python"))
+    return (
+        json.dumps(dict(cells=cells, metadata=meta, nbformat=4, nbformat_minor=5), indent=1) + "\n"
+    )
+
+
 def main(argv):
     stale = []
-    for rung in cases.EXERCISES:
-        path, text = HERE / f"{rung}.py", exercise(rung)
+    targets = [(HERE / f"{rung}.py", exercise(rung)) for rung in cases.EXERCISES]
+    for path, text in targets + [(HERE.parent / "exercises.ipynb", notebook())]:
         if "--check" in argv:
             if not path.exists() or path.read_text() != text:
                 stale.append(path.name)
