@@ -2305,6 +2305,45 @@ def test_mujoco_suite_table_scores_each_seeds_final_evaluation(tmp_path, monkeyp
     assert rows["Ant-v5"][:2] == ["0", "not run"]
 
 
+def test_race_reads_logs_finds_levels_and_tabulates(tmp_path):
+    """benchmarks/race.py on a made-up curve: the peer's episode log, the first time the mean of
+    20 episodes reaches each level, and the table's times, steps and ratios."""
+    from benchmarks import race
+
+    t0 = 1000.0
+    log = tmp_path / "peer.jsonl"
+    log.write_text("".join(json.dumps([100 * (i + 1), t0 + i, float(i)]) + "\n" for i in range(40)))
+    peer = race.read_peer_log(log, t0)
+    assert peer[0] == [100, 0.0, 0.0] and peer[-1] == [4000, 39.0, 39.0]
+    # The mean of episodes i-19..i is i - 9.5: it first reaches 10 at i = 20 (step 2100, 20 s).
+    assert race.crossing(peer, 10) == (2100, 20.0)
+    assert race.crossing(peer, 29.5) == (4000, 39.0) and race.crossing(peer, 30) is None
+    ours = [[50 * (i + 1), 0.5 * i, 2.0 * i] for i in range(40)]  # twice the return, twice as fast
+    # Ours' mean of the last 20 is 2i - 19, from i = 19 (the 20th episode) on: 19 there, so it
+    # reaches 10 at once (step 1000, 9.5 s); 30 at i = 25 (step 1300, 12.5 s).
+    assert race.crossing(ours, 10) == (1000, 9.5) and race.crossing(ours, 30) == (1300, 12.5)
+    seeds = {"1": {"ours": {"episodes": ours}, "peer": {"episodes": peer}}}
+    # 25, 50, 75, 100% of 40; then 125% = 50 while ours' best mean (2 * 39 - 19 = 59) allows.
+    assert race.levels(40, seeds) == [10, 20, 30, 40, 50]
+    rows = {line.split(" |")[0]: line for line in race.table("Hopper-v5", seeds, 40).splitlines()}
+    # Level 20: ours at i = 20 (step 1050, 10 s), the peer at i = 30 (step 3100, 30 s): 0.33.
+    assert rows["| 20"] == "| 20 | 10 s (1,050) / 30 s (3,100) (0.33) | 0.33 (0.33-0.33) |"
+    assert rows["| 30"] == "| 30 | 12 s (1,300) / — | — |"  # the peer never gets there
+
+
+def test_race_runs_rl_zoo3s_own_entry_for_the_v4_env(capsys):
+    from benchmarks import race
+
+    name, entry = race.zoo_entry("Hopper-v5")
+    assert name == "Hopper-v4" and entry["n_steps"] == 512 and entry["batch_size"] == 32
+    kwargs = race.zoo_model_kwargs(entry)
+    assert "n_envs" not in kwargs and "normalize" not in kwargs and kwargs["gamma"] == 0.999
+    assert kwargs["policy_kwargs"]["log_std_init"] == -2
+    assert kwargs["policy_kwargs"]["activation_fn"] is torch.nn.ReLU
+    with pytest.raises(KeyError):
+        race.zoo_entry("NoSuchEnv-v5")
+
+
 def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch):
     import json
 

@@ -1,0 +1,280 @@
+# SPDX-License-Identifier: MIT
+"""Time to a return: ppo_continuous.py (recipe R) against rl-zoo3's tuned PPO, side by side.
+
+For each env and seed the two runs start together, one process each, each pinned to a core of
+its own (Linux's sched_setaffinity; on a machine with fewer than 2 cores, or elsewhere, they
+share). Every training episode is kept as (env step, seconds since its process was launched,
+return). A run reaches a level when the mean of its last 20 episodes first reaches it; the table
+gives the time and steps to each level, per seed and as a median, with the ratio ours / peer
+(below 1: ours is there sooner), and the picture the mean return against wall-clock.
+
+The peer is Stable-Baselines3 PPO with rl-zoo3's own hyperparameters, read from the installed
+rl_zoo3 package's hyperparams/ppo.yml: the entry of the env's v4, applied to v5, with its own
+settings kept (normalize, n_envs, schedules, policy_kwargs); the tool prints the entry it used.
+The levels are 25, 50, 75 and 100% of the env's best published figure (benchmarks/mujoco_suite.py),
+and on in steps of 25% while either run reaches them.
+
+    pip install "gymnasium[mujoco]"
+    python benchmarks/race.py --env-id Hopper-v5 --seeds 1 --total-timesteps 50000
+    python benchmarks/race.py --env-id Hopper-v5 Walker2d-v5 HalfCheetah-v5 --seeds 1 2 3
+    python benchmarks/race.py --env-id Hopper-v5 --table     # the table and picture again
+
+Seeds already in OUT/raw.json are kept (a run that failed is run again); a peer that fails says
+so in one line and the others go on.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import mujoco_suite  # noqa: E402  (the recipe R and the published figures)
+import run as runs  # noqa: E402  (benchmarks/run.py: reading TensorBoard events)
+
+WINDOW = 20  # episodes in the mean that reaches a level
+FIGURES = {env_id: figure for env_id, figure, _, _ in mujoco_suite.SUITE}
+FIGURES["Ant-v4"] = FIGURES["Ant-v5"]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    p.add_argument("--env-id", nargs="+", default=["Hopper-v5"], help="MuJoCo envs to race on")
+    p.add_argument("--seeds", type=int, nargs="+", default=[1], help="seeds, one race each")
+    p.add_argument("--total-timesteps", type=int, default=1_000_000, help="env steps per run")
+    p.add_argument("--out", default=str(HERE / "results" / "race"), help="raw.json, table, png")
+    p.add_argument("--table", action="store_true", help="only the table and picture, from raw.json")
+    p.add_argument("--python", default=sys.executable, help="the interpreter of both runs")
+    return p.parse_args(argv)
+
+
+# ---- the peer: SB3 PPO with rl-zoo3's entry ----------------------------------------------------
+def zoo_entry(env_id):
+    """rl-zoo3's ppo.yml entry for the env's v4 (for a v5 id), as in the installed package."""
+    import rl_zoo3
+    import yaml
+
+    path = Path(rl_zoo3.__file__).parent / "hyperparams" / "ppo.yml"
+    table = yaml.safe_load(path.read_text())
+    name = env_id.rsplit("-v", 1)[0] + "-v4"
+    if name not in table:
+        raise KeyError(f"rl-zoo3's ppo.yml has no {name}")
+    return name, dict(table[name])
+
+
+def zoo_model_kwargs(entry):
+    """SB3 PPO's keyword arguments from an entry, as rl-zoo3's ExperimentManager makes them:
+    lin_X schedules, policy_kwargs evaluated with torch.nn in scope; n_envs, normalize,
+    n_timesteps and policy taken out (the caller uses them)."""
+    import torch.nn as nn
+
+    kwargs = {k: v for k, v in entry.items() if k not in ("n_envs", "normalize", "n_timesteps")}
+    for key in ("learning_rate", "clip_range"):
+        if isinstance(kwargs.get(key), str) and kwargs[key].startswith("lin_"):
+            start = float(kwargs[key][4:])
+            kwargs[key] = lambda progress, start=start: progress * start
+    if isinstance(kwargs.get("policy_kwargs"), str):
+        kwargs["policy_kwargs"] = eval(kwargs["policy_kwargs"], {"nn": nn, "dict": dict})
+    return kwargs
+
+
+def peer(env_id, seed, total_timesteps, log):
+    """Train the peer; append one JSON line per finished episode: [step, time.time(), return]."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    torch.set_num_threads(1)  # one core each
+    name, entry = zoo_entry(env_id)
+    print(f"race.py: the peer on {env_id} runs rl-zoo3's {name} entry: {entry}", flush=True)
+    envs = make_vec_env(env_id, n_envs=entry.get("n_envs", 1), seed=seed)
+    if entry.get("normalize"):
+        envs = VecNormalize(envs, gamma=entry.get("gamma", 0.99))  # as rl-zoo3 does
+    kwargs = zoo_model_kwargs(entry)
+    policy = kwargs.pop("policy")
+
+    class Episodes(BaseCallback):
+        def _on_step(self):
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    row = [self.num_timesteps, time.time(), float(info["episode"]["r"])]
+                    out.write(json.dumps(row) + "\n")
+            return True
+
+    with open(log, "w") as out:
+        model = PPO(policy, envs, seed=seed, device="cpu", **kwargs)
+        model.learn(total_timesteps=total_timesteps, callback=Episodes())
+
+
+def read_peer_log(path, t0):
+    """[[step, seconds since t0, return], ...] from the peer's JSON lines."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        step, wall, episode_return = json.loads(line)
+        rows.append([step, round(wall - t0, 3), episode_return])
+    return rows
+
+
+# ---- the race ----------------------------------------------------------------------------------
+def pinned(core):
+    """preexec_fn: the child on one core, where the OS allows and there are two."""
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    return lambda: os.sched_setaffinity(0, {cores[core % len(cores)]})
+
+
+def race(args, env_id, seed):
+    """Both runs at once; their records: {"ours": {...}, "peer": {...}}."""
+    folder = Path(args.out) / "runs" / f"{env_id}__seed{seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    ours_cmd = [args.python, str(HERE.parent / "ppo_continuous.py"), "--env-id", env_id]
+    ours_cmd += ["--seed", str(seed), "--total-timesteps", str(args.total_timesteps)]
+    ours_cmd += ["--run-dir", str(folder / "ours"), "--eval-episodes", "0"]
+    ours_cmd += shlex.split(mujoco_suite.R)
+    peer_log = folder / "peer.jsonl"
+    peer_cmd = [args.python, str(Path(__file__).resolve()), "--peer", env_id, str(seed)]
+    peer_cmd += [str(args.total_timesteps), str(peer_log)]
+    t0, procs = time.time(), {}
+    for core, (side, cmd) in enumerate((("ours", ours_cmd), ("peer", peer_cmd))):
+        log = open(folder / f"{side}.log", "w")
+        procs[side] = (
+            subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pinned(core)),
+            log,
+            cmd,
+        )
+    record = {}
+    for side, (proc, log, cmd) in procs.items():
+        code = proc.wait()
+        log.close()
+        wall = round(time.time() - t0, 1)
+        if side == "ours":
+            events = runs.read_scalars(folder / "ours").get("charts/episodic_return", [])
+            episodes = [[step, round(wt - t0, 3), value] for wt, step, value in events]
+        else:
+            episodes = read_peer_log(peer_log, t0) if peer_log.exists() else []
+        record[side] = dict(cmd=shlex.join(cmd), returncode=code, wall_s=wall, episodes=episodes)
+        if code != 0:
+            last = (folder / f"{side}.log").read_text().strip().splitlines()[-1:] or ["no output"]
+            print(f"race.py: {side} on {env_id}, seed {seed} failed ({code}): {last[0][:200]}")
+    return record
+
+
+def crossing(episodes, level):
+    """(step, seconds) of the first episode where the mean of the last WINDOW reaches level."""
+    returns = [r for _, _, r in episodes]
+    for i in range(WINDOW - 1, len(episodes)):
+        if sum(returns[i + 1 - WINDOW : i + 1]) / WINDOW >= level:
+            return episodes[i][0], episodes[i][1]
+    return None
+
+
+def best_mean(episodes):
+    returns = [r for _, _, r in episodes]
+    means = [sum(returns[i - WINDOW : i]) / WINDOW for i in range(WINDOW, len(returns) + 1)]
+    return max(means, default=float("-inf"))
+
+
+def levels(figure, seeds):
+    """25, 50, 75, 100% of the figure, and on by 25% while a run of these seeds reaches one."""
+    reached = max((best_mean(r[s]["episodes"]) for r in seeds.values() for s in r), default=0)
+    out, k = [], 1
+    while k <= 4 or figure * k / 4 <= reached:
+        out.append(round(figure * k / 4, 1))
+        k += 1
+    return out
+
+
+def table(env_id, seeds, figure):
+    """A markdown table: per level, each seed's seconds and steps, ours / peer, and the median."""
+    head = f"### {env_id}: time (steps) to a mean return of 20 episodes; published figure {figure}"
+    lines = [
+        head,
+        "",
+        "| level | " + " | ".join(f"seed {s}: ours / rl-zoo3 (ratio)" for s in seeds),
+    ]
+    lines[-1] += " | median ratio (range) |"
+    lines.append("|---" * (len(seeds) + 2) + "|")
+    for level in levels(figure, seeds):
+        cells, ratios = [], []
+        for record in seeds.values():
+            ours, peer = (crossing(record[side]["episodes"], level) for side in ("ours", "peer"))
+            show = [f"{c[1]:.0f} s ({c[0]:,})" if c else "—" for c in (ours, peer)]
+            ratio = ours[1] / peer[1] if ours and peer else None
+            ratios += [ratio] if ratio is not None else []
+            cells.append(f"{show[0]} / {show[1]}" + (f" ({ratio:.2f})" if ratio else ""))
+        spread = ratios and f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+        lines.append(f"| {level:g} | " + " | ".join(cells) + f" | {spread or '—'} |")
+    return "\n".join(lines) + "\n"
+
+
+def picture(raw, path):
+    """The mean of the last 20 returns against seconds since launch, a panel per env."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(raw), figsize=(5 * len(raw), 3.6), squeeze=False)
+    for ax, (env_id, seeds) in zip(axes[0], raw.items(), strict=True):
+        for side, color in (("ours", "C0"), ("peer", "C1")):
+            for n, record in enumerate(seeds.values()):
+                curve = runs.rolling(record[side]["episodes"])
+                label = (
+                    ("ppo_continuous.py, R" if side == "ours" else "rl-zoo3 PPO") if not n else None
+                )
+                ax.plot(
+                    [c[1] for c in curve], [c[2] for c in curve], color=color, lw=1, label=label
+                )
+        ax.axhline(FIGURES[env_id], color="gray", ls=":", lw=1)
+        ax.set(
+            title=env_id, xlabel="seconds since launch", ylabel=f"mean of the last {WINDOW} returns"
+        )
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def report(raw, out):
+    text = "".join(table(env_id, seeds, FIGURES[env_id]) + "\n" for env_id, seeds in raw.items())
+    (out / "table.md").write_text(text)
+    picture(raw, out / "curves.png")
+    print(text)
+
+
+def main(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    raw_path = out / "raw.json"
+    raw = json.loads(raw_path.read_text()) if raw_path.exists() else {}
+    for env_id in args.env_id:
+        if env_id not in FIGURES:
+            print(f"race.py: error: no published figure for {env_id}: one of {', '.join(FIGURES)}")
+            return 2
+    if not args.table:
+        for env_id in args.env_id:
+            for seed in args.seeds:
+                done = raw.get(env_id, {}).get(str(seed))
+                if done and all(done[side]["returncode"] == 0 for side in ("ours", "peer")):
+                    continue  # kept
+                raw.setdefault(env_id, {})[str(seed)] = race(args, env_id, seed)
+                raw_path.write_text(json.dumps(raw))
+    report({e: raw[e] for e in args.env_id if e in raw}, out)
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--peer"]:  # one peer run, as race() launches it
+        env, seed, steps, log = sys.argv[2:6]
+        sys.exit(peer(env, int(seed), int(steps), log))
+    sys.exit(main(parse_args()))
