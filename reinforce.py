@@ -51,8 +51,7 @@ class Agent(nn.Module):
 
     def get_action(self, x, action=None):
         """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy)."""
-        # validate_args=False: the argument checks cost more than this small MLP's forward pass
-        dist = Categorical(logits=self.actor(x), validate_args=False)
+        dist = Categorical(logits=self.actor(x), validate_args=False)  # no checks: faster
         if action is None:
             action = dist.sample()
         return action, dist.log_prob(action), dist.entropy()

@@ -693,27 +693,19 @@ def test_value_loss_clipped_around_the_old_values(module, old_values, clip_coef,
 
 
 def test_gaussian_logprob_and_entropy_are_summed_over_action_dimensions():
-    # mu = (.5, -1) whatever the observation (last layer: weights 0, that bias), sigma = (1, .5).
-    # log N(a; mu, sigma) = -(a - mu)^2 / (2 sigma^2) - log sigma - log(2 pi) / 2, where
-    # log(2 pi) / 2 = .918939 and log .5 = -.693147:
-    #   a = (1.5, -1): (-.5 - 0 - .918939) + (-0 + .693147 - .918939) = -1.644731
-    #   a = (.5, 0):   (-0 - 0 - .918939) + (-2 + .693147 - .918939)   = -3.144731
-    # entropy = sum_i log sigma_i + (1 + log 2 pi) / 2 = 1.418939 + (-.693147 + 1.418939) = 2.144731
-    torch.manual_seed(0)
-    agent = ppo_continuous.Agent(3, 2)
+    # exercises/cases.py works it out: mu = (.5, -1) whatever the observation, sigma = (1, .5).
+    g, expected = exercise_cases.GAUSSIAN, exercise_cases.GAUSSIAN_EXPECTED
+    agent = exercise_cases.gaussian_agent(ppo_continuous)
     with torch.no_grad():
-        agent.actor_mean[-1].weight.zero_()
-        agent.actor_mean[-1].bias.copy_(torch.tensor([0.5, -1.0]))
-        agent.actor_logstd.copy_(torch.tensor([0.0, math.log(0.5)]))
-        actions = torch.tensor([[1.5, -1.0], [0.5, 0.0]])
+        actions = torch.tensor(g["actions"])
         action, logp, entropy, v = agent.get_action_and_value(torch.randn(2, 3), actions)
         assert torch.equal(action, actions) and v.shape == (2, 1)
-        torch.testing.assert_close(logp, torch.tensor([-1.644731, -3.144731]))
-        torch.testing.assert_close(entropy, torch.tensor([2.144731, 2.144731]))
+        torch.testing.assert_close(logp, torch.tensor(expected["logprob"]))
+        torch.testing.assert_close(entropy, torch.tensor(expected["entropy"]))
         # Samples: mean mu and std sigma, to within 4 standard errors (1 / sqrt(20000) = .007).
         samples = agent.get_action_and_value(torch.randn(20_000, 3))[0]
-    torch.testing.assert_close(samples.mean(0), torch.tensor([0.5, -1.0]), atol=0.03, rtol=0)
-    torch.testing.assert_close(samples.std(0), torch.tensor([1.0, 0.5]), atol=0.03, rtol=0)
+    torch.testing.assert_close(samples.mean(0), torch.tensor(g["mean"]), atol=0.03, rtol=0)
+    torch.testing.assert_close(samples.std(0), torch.tensor(g["std"]), atol=0.03, rtol=0)
 
 
 def test_log_std_init_sets_the_starting_sigma(tmp_path):
@@ -784,9 +776,9 @@ def test_lr_target_kl_sets_the_learning_rate_after_each_update(
 
 
 def test_running_norm_statistics_match_numpy_over_several_batches():
-    data = np.random.default_rng(0).normal([5.0, -3.0], [2.0, 0.5], (100, 2)).astype(np.float32)
+    data = exercise_cases.norm_data()  # 100 rows of N((5, -3), (2, .5)^2), as the grader's
     norm = ppo_continuous.RunningNorm(2)
-    for batch in np.split(data, [1, 10, 40]):  # batches of 1, 9, 30 and 60
+    for batch in np.split(data, exercise_cases.NORM_BATCHES):  # batches of 1, 9, 30 and 60
         norm.update(torch.as_tensor(batch))
     # They start as a pseudo-sample of weight 1e-4 with mean 0 and var 1: off by ~1e-5 here.
     mean, var = data.mean(0), data.var(0)

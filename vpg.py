@@ -68,8 +68,7 @@ class Agent(nn.Module):
 
     def get_action_and_value(self, x, action=None):
         """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy, V(x))."""
-        # validate_args=False: the argument checks cost more than this small MLP's forward pass
-        dist = Categorical(logits=self.actor(x), validate_args=False)
+        dist = Categorical(logits=self.actor(x), validate_args=False)  # no checks: faster
         if action is None:
             action = dist.sample()
         return action, dist.log_prob(action), dist.entropy(), self.critic(x)
@@ -108,6 +107,7 @@ def train(args):
     # One Adam for both networks: a policy step only has gradients in the actor and a
     # value step only in the critic, and Adam skips parameters that have none.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
+
     # Rollout storage, time-major: (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
     obs = torch.zeros(shape + envs.single_observation_space.shape, device=device)
