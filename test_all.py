@@ -2003,6 +2003,25 @@ def test_a_failing_env_process_gives_one_line(env_id, tmp_path, capsys):
     assert "Traceback" not in err and "Worker" not in err, err  # gymnasium's own log is quiet
 
 
+def start_in_group(command, env, stderr=subprocess.PIPE):
+    """`command` in a process group of its own, as a terminal starts a job: a Ctrl-C to the
+    group reaches the run and its env processes. A job started with & by a non-interactive shell
+    (CI runners can be) ignores SIGINT, and so would the script: it inherits SIG_IGN. A handler
+    here becomes SIG_DFL in the child."""
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
 def test_ctrl_c_stops_async_envs_and_their_processes(tmp_path):
     """Ctrl-C in a terminal reaches the whole process group: the run stops cleanly, once, and
     leaves no env process behind."""
@@ -2010,20 +2029,7 @@ def test_ctrl_c_stops_async_envs_and_their_processes(tmp_path):
     argv = (*env_argv(script), *FOREVER, "--async-envs", "--num-envs", "4")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, str(script.path), "--run-dir", str(run_dir), *argv]
-    # A job started with & by a non-interactive shell (CI runners can be) ignores SIGINT, and
-    # so would the script: it inherits SIG_IGN. A handler here becomes SIG_DFL in the child.
-    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen(
-            command,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-    finally:
-        signal.signal(signal.SIGINT, inherited)
+    proc = start_in_group(command, env)
     wait_for_checkpoint(proc, run_dir / "checkpoint.pt", extra_seconds=0.5)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -2066,18 +2072,7 @@ def test_a_stop_during_the_first_reset_ends_in_one_line(script, signum, argv, tm
     env_id = f"slow_reset:SlowReset{'' if script.discrete else 'Box'}-v0"
     command = [sys.executable, str(script.path), "--env-id", env_id]
     command += ["--num-envs", "2", "--run-dir", str(tmp_path / "run"), *argv]
-    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # see the test above
-    try:
-        proc = subprocess.Popen(
-            command,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-    finally:
-        signal.signal(signal.SIGINT, inherited)
+    proc = start_in_group(command, env, stderr=subprocess.STDOUT)
     deadline = time.time() + 60
     while not resetting.exists():  # an env is in its reset: the run is past its start
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
