@@ -27,6 +27,9 @@ Layout, one section per kind of check:
      (a randomized command-line test: hypothesis, 200 examples a script, FUZZ_EXAMPLES to change).
  17. the course's line world (envs/line_world.py): its dynamics by hand, every discrete script
      on it, benchmarks/line_world.py; the notebook ladder.ipynb, run in quick mode and as committed.
+ 18. the exercises (exercises/): generated from the scripts, the grader against the scripts and
+     against planted mistakes, an exercise file training its script; exercises.ipynb as committed,
+     filled from the scripts, and released and autograded by nbgrader; no placeholder links.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
