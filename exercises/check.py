@@ -147,11 +147,11 @@ def train_with(rung, student):
 
 # ---- in a notebook (exercises.ipynb) -----------------------------------------------------------
 NOTEBOOK_RUNS = {  # rung: the flags of its run in exercises.ipynb, in full and in quick mode (CI)
-    "reinforce": ("--total-timesteps 100000", "--total-timesteps 16000"),
+    "reinforce": ("--total-timesteps 100000", "--total-timesteps 30000"),
     "vpg": ("--total-timesteps 30000", "--total-timesteps 12288"),
     "ppo": ("--total-timesteps 30000", "--total-timesteps 12288"),
     "ppo_gae": ("--total-timesteps 40000", "--total-timesteps 12288"),
-    "ppo_continuous": ("--total-timesteps 100000", "--total-timesteps 20480"),
+    "ppo_continuous": ("--total-timesteps 100000", "--total-timesteps 40960"),
 }
 
 
