@@ -125,7 +125,7 @@ def train(args):
         for iteration in run.iterations(num_iterations):  # 1 to N; --resume: on from its next
             for step in range(args.num_steps):
                 obs[step] = next_obs
-                valid[step] = ~next_done  # gymnasium's reset step: action ignored, reward 0
+                valid[step] = ~next_done  # False at reset steps: action ignored, reward 0
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
