@@ -86,8 +86,8 @@ def train(args):
     global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
     seed = args.seed + global_step  # of the first reset; resumed: new episodes, not old
     try:
-        for iteration in run.iterations(args.total_timesteps):  # 1, 2, ... (--resume: its next)
-            if global_step >= args.total_timesteps:  # rollouts of whole episodes vary in length
+        for iteration in run.iterations(args.total_timesteps):  # 1, 2, ... (--resume: on)
+            if global_step >= args.total_timesteps:  # the step budget ends it, not a count
                 break
             # Rollout of whole episodes. Every env starts a new episode and plays at least
             # num_steps steps, then until its episode ends; after that it idles (valid=False).
