@@ -120,6 +120,7 @@ def train(args):
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     try:
         next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
+        # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
         next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
         next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
         for iteration in run.iterations(num_iterations):  # 1 to N; --resume: on from its next

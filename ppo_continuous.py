@@ -185,6 +185,7 @@ def train(args):
     action_high = torch.as_tensor(envs.single_action_space.high, device=device)
     try:
         next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
+        # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
         next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
         next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
         for iteration in run.iterations(num_iterations):  # 1 to N; --resume: on from its next
@@ -375,11 +376,8 @@ def parse_args(argv=None):
     args = resumed(parser, argv, parser.parse_args(argv))  # --resume: the saved flags
     if args.lr_target_kl is not None and args.anneal_lr:
         fail("--lr-target-kl sets the learning rate itself: add --no-anneal-lr")
-    if (args.num_envs * args.num_steps) % args.num_minibatches:
-        parser.error(
-            f"a batch of --num-envs x --num-steps = {args.num_envs * args.num_steps} does not "
-            f"split into --num-minibatches {args.num_minibatches}"
-        )
+    if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
+        parser.error(f"--num-envs x --num-steps = {batch} does not split into --num-minibatches")
     return args
 
 

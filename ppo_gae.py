@@ -140,6 +140,7 @@ def train(args):
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     try:
         next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
+        # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
         next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
         next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
         for iteration in run.iterations(num_iterations):  # 1 to N; --resume: on from its next
@@ -312,11 +313,8 @@ def parse_args(argv=None):
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
     arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
     args = resumed(parser, argv, parser.parse_args(argv))  # --resume: the saved flags
-    if (args.num_envs * args.num_steps) % args.num_minibatches:
-        parser.error(
-            f"a batch of --num-envs x --num-steps = {args.num_envs * args.num_steps} does not "
-            f"split into --num-minibatches {args.num_minibatches}"
-        )
+    if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
+        parser.error(f"--num-envs x --num-steps = {batch} does not split into --num-minibatches")
     return args
 
 

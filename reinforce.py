@@ -97,6 +97,7 @@ def train(args):
             playing = torch.ones(args.num_envs, dtype=torch.bool, device=device)
             prev_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
             while playing.any():
+                # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
                 obs.append(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
                 valid.append(playing & ~prev_done)  # not a reset step (action ignored, reward 0)
                 with torch.no_grad():

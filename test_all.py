@@ -2321,6 +2321,46 @@ def test_race_reads_logs_finds_levels_and_tabulates(tmp_path):
     assert rows["| 30"] == "| 30 | 12 s (1,300) / — | — |"  # the peer never gets there
 
 
+def test_race_runs_each_side_as_a_queue_on_its_own_core_and_keeps_what_is_done(
+    tmp_path, monkeypatch
+):
+    """race.py's main(): ours on core 0 and the peer on core 1, each through the envs and seeds
+    in order; a run already done is kept, a failed one runs again, and the table gets only the
+    seeds that both sides finished."""
+    from benchmarks import race
+
+    done = dict(returncode=0, episodes=[[1, 1.0, 1.0]])
+    raw = {"Hopper-v5": {"1": {"ours": done, "peer": dict(done, returncode=1)}}}
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    calls, reported = [], {}
+
+    def run_side(args, env_id, seed, side, core):
+        calls.append((side, core, env_id, seed))
+        return dict(returncode=1 if (side, env_id, seed) == ("peer", "Walker2d-v5", "2") else 0)
+
+    monkeypatch.setattr(race, "run_side", run_side)
+    monkeypatch.setattr(race, "report", lambda raw, out: reported.update(raw))
+    argv = ["--env-id", "Hopper-v5", "Walker2d-v5", "--seeds", "1", "2", "--out", str(tmp_path)]
+    assert race.main(race.parse_args(argv)) == 0
+    ours = [("ours", 0, e, s) for e, s in [("Hopper-v5", "2"), ("Walker2d-v5", "1")]]
+    ours += [("ours", 0, "Walker2d-v5", "2")]
+    peer = [("peer", 1, e, s) for e, s in [("Hopper-v5", "1"), ("Hopper-v5", "2")]]
+    peer += [("peer", 1, "Walker2d-v5", "1"), ("peer", 1, "Walker2d-v5", "2")]
+    assert [c for c in calls if c[0] == "ours"] == ours
+    assert [c for c in calls if c[0] == "peer"] == peer
+    saved = json.loads((tmp_path / "raw.json").read_text())
+    assert saved["Hopper-v5"]["1"]["ours"] == done and saved["Walker2d-v5"]["2"]["peer"]
+    # Every seed has both sides on record, the failed peer too (the table shows its dashes).
+    assert {e: sorted(s) for e, s in reported.items()} == {
+        "Hopper-v5": ["1", "2"],
+        "Walker2d-v5": ["1", "2"],
+    }
+    calls.clear()
+    argv += ["--sides", "peer"]  # a second peer queue: only the failed run again
+    assert race.main(race.parse_args(argv)) == 0
+    assert calls == [("peer", 1, "Walker2d-v5", "2")]
+
+
 def test_race_runs_rl_zoo3s_own_entry_for_the_v4_env(capsys):
     from benchmarks import race
 

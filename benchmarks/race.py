@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
 """Time to a return: ppo_continuous.py (recipe R) against rl-zoo3's tuned PPO, side by side.
 
-For each env and seed the two runs start together, one process each, each pinned to a core of
-its own (Linux's sched_setaffinity; on a machine with fewer than 2 cores, or elsewhere, they
-share). Every training episode is kept as (env step, seconds since its process was launched,
-return). A run reaches a level when the mean of its last 20 episodes first reaches it; the table
-gives the time and steps to each level, per seed and as a median, with the ratio ours / peer
-(below 1: ours is there sooner), and the picture the mean return against wall-clock.
+Two queues run at once, each pinned to a core of its own (Linux's sched_setaffinity; on a machine
+with fewer than 2 cores, or elsewhere, they share): ours on the first core, the peer on the second,
+each going through the envs and seeds in order. So both cores are busy throughout, and a side that
+is done sooner does not leave the other an idle machine. Every training episode is kept as (env
+step, seconds since its process was launched, return). A run reaches a level when the mean of its
+last 20 episodes first reaches it; the table gives the time and steps to each level, per seed and
+as a median, with the ratio ours / peer (below 1: ours is there sooner), and the picture the mean
+return against wall-clock.
 
 The peer is Stable-Baselines3 PPO with rl-zoo3's own hyperparameters, read from the installed
 rl_zoo3 package's hyperparams/ppo.yml: the entry of the env's v4, applied to v5, with its own
@@ -19,8 +21,9 @@ and on in steps of 25% while either run reaches them.
     python benchmarks/race.py --env-id Hopper-v5 Walker2d-v5 HalfCheetah-v5 --seeds 1 2 3
     python benchmarks/race.py --env-id Hopper-v5 --table     # the table and picture again
 
-Seeds already in OUT/raw.json are kept (a run that failed is run again); a peer that fails says
-so in one line and the others go on.
+`--sides peer` runs only the peer's queue: a second one, under `taskset -c 0` and with an --out
+of its own, beside a race whose own side is done. Runs already in OUT/raw.json are kept (one that
+failed is run again); a peer that fails says so in one line and the others go on.
 """
 
 import argparse
@@ -30,6 +33,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,6 +42,7 @@ sys.path.insert(0, str(HERE))
 import mujoco_suite  # noqa: E402  (the recipe R and the published figures)
 import run as runs  # noqa: E402  (benchmarks/run.py: reading TensorBoard events)
 
+SIDES = ("ours", "peer")
 WINDOW = 20  # episodes in the mean that reaches a level
 FIGURES = {env_id: figure for env_id, figure, _, _ in mujoco_suite.SUITE}
 FIGURES["Ant-v4"] = FIGURES["Ant-v5"]
@@ -52,6 +57,7 @@ def parse_args(argv=None):
     p.add_argument("--out", default=str(HERE / "results" / "race"), help="raw.json, table, png")
     p.add_argument("--table", action="store_true", help="only the table and picture, from raw.json")
     p.add_argument("--python", default=sys.executable, help="the interpreter of both runs")
+    p.add_argument("--sides", nargs="+", choices=SIDES, default=SIDES, help="the queues to run")
     return p.parse_args(argv)
 
 
@@ -133,40 +139,41 @@ def pinned(core):
     return lambda: os.sched_setaffinity(0, {cores[core % len(cores)]})
 
 
-def race(args, env_id, seed):
-    """Both runs at once; their records: {"ours": {...}, "peer": {...}}."""
+def command(args, env_id, seed, side, folder):
+    """The command line of one side's run."""
+    if side == "peer":
+        log = folder / "peer.jsonl"
+        return [args.python, str(Path(__file__).resolve()), "--peer", env_id, str(seed)] + [
+            str(args.total_timesteps),
+            str(log),
+        ]
+    cmd = [args.python, str(HERE.parent / "ppo_continuous.py"), "--env-id", env_id]
+    cmd += ["--seed", str(seed), "--total-timesteps", str(args.total_timesteps)]
+    cmd += ["--run-dir", str(folder / "ours"), "--eval-episodes", "0"]
+    return cmd + shlex.split(mujoco_suite.R)
+
+
+def run_side(args, env_id, seed, side, core):
+    """One side's run on its core; its record: command, exit code, wall_s and episodes."""
     folder = Path(args.out) / "runs" / f"{env_id}__seed{seed}"
     folder.mkdir(parents=True, exist_ok=True)
-    ours_cmd = [args.python, str(HERE.parent / "ppo_continuous.py"), "--env-id", env_id]
-    ours_cmd += ["--seed", str(seed), "--total-timesteps", str(args.total_timesteps)]
-    ours_cmd += ["--run-dir", str(folder / "ours"), "--eval-episodes", "0"]
-    ours_cmd += shlex.split(mujoco_suite.R)
-    peer_log = folder / "peer.jsonl"
-    peer_cmd = [args.python, str(Path(__file__).resolve()), "--peer", env_id, str(seed)]
-    peer_cmd += [str(args.total_timesteps), str(peer_log)]
-    t0, procs = time.time(), {}
-    for core, (side, cmd) in enumerate((("ours", ours_cmd), ("peer", peer_cmd))):
-        log = open(folder / f"{side}.log", "w")
-        procs[side] = (
-            subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pinned(core)),
-            log,
-            cmd,
+    cmd = command(args, env_id, seed, side, folder)
+    with open(folder / f"{side}.log", "w") as log:
+        t0 = time.time()
+        code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pinned(core))
+    wall = round(time.time() - t0, 1)
+    if side == "ours":
+        events = runs.read_scalars(folder / "ours").get("charts/episodic_return", [])
+        episodes = [[step, round(wt - t0, 3), value] for wt, step, value in events]
+    else:
+        peer_log = folder / "peer.jsonl"
+        episodes = read_peer_log(peer_log, t0) if peer_log.exists() else []
+    if code.returncode != 0:
+        last = (folder / f"{side}.log").read_text().strip().splitlines()[-1:] or ["no output"]
+        print(
+            f"race.py: {side} on {env_id}, seed {seed} failed ({code.returncode}): {last[0][:200]}"
         )
-    record = {}
-    for side, (proc, log, cmd) in procs.items():
-        code = proc.wait()
-        log.close()
-        wall = round(time.time() - t0, 1)
-        if side == "ours":
-            events = runs.read_scalars(folder / "ours").get("charts/episodic_return", [])
-            episodes = [[step, round(wt - t0, 3), value] for wt, step, value in events]
-        else:
-            episodes = read_peer_log(peer_log, t0) if peer_log.exists() else []
-        record[side] = dict(cmd=shlex.join(cmd), returncode=code, wall_s=wall, episodes=episodes)
-        if code != 0:
-            last = (folder / f"{side}.log").read_text().strip().splitlines()[-1:] or ["no output"]
-            print(f"race.py: {side} on {env_id}, seed {seed} failed ({code}): {last[0][:200]}")
-    return record
+    return dict(cmd=shlex.join(cmd), returncode=code.returncode, wall_s=wall, episodes=episodes)
 
 
 def crossing(episodes, level):
@@ -262,19 +269,30 @@ def main(args):
             print(f"race.py: error: no published figure for {env_id}: one of {', '.join(FIGURES)}")
             return 2
     if not args.table:
-        for env_id in args.env_id:
-            for seed in args.seeds:
-                done = raw.get(env_id, {}).get(str(seed))
-                if done and all(done[side]["returncode"] == 0 for side in ("ours", "peer")):
-                    continue  # kept
-                raw.setdefault(env_id, {})[str(seed)] = race(args, env_id, seed)
-                raw_path.write_text(json.dumps(raw))
+        lock = threading.Lock()
+
+        def queue(side, core):  # one side's runs, one after another, on its own core
+            for env_id in args.env_id:
+                for seed in map(str, args.seeds):
+                    if raw.get(env_id, {}).get(seed, {}).get(side, {}).get("returncode") == 0:
+                        continue  # kept
+                    record = run_side(args, env_id, seed, side, core)
+                    with lock:
+                        raw.setdefault(env_id, {}).setdefault(seed, {})[side] = record
+                        raw_path.write_text(json.dumps(raw))
+
+        sides = [threading.Thread(target=queue, args=(s, SIDES.index(s))) for s in args.sides]
+        for thread in sides:
+            thread.start()
+        for thread in sides:
+            thread.join()
+    raw = {e: {s: r for s, r in raw[e].items() if set(SIDES) <= set(r)} for e in raw}
     report({e: raw[e] for e in args.env_id if e in raw}, out)
     return 0
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--peer"]:  # one peer run, as race() launches it
+    if sys.argv[1:2] == ["--peer"]:  # one peer run, as run_side() launches it
         env, seed, steps, log = sys.argv[2:6]
         sys.exit(peer(env, int(seed), int(steps), log))
     sys.exit(main(parse_args()))
