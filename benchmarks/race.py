@@ -141,12 +141,9 @@ def pinned(core):
 
 def command(args, env_id, seed, side, folder):
     """The command line of one side's run."""
-    if side == "peer":
-        log = folder / "peer.jsonl"
-        return [args.python, str(Path(__file__).resolve()), "--peer", env_id, str(seed)] + [
-            str(args.total_timesteps),
-            str(log),
-        ]
+    if side == "peer":  # this file again, as one peer run writing its episodes to peer.jsonl
+        cmd = [args.python, str(Path(__file__).resolve()), "--peer", env_id, str(seed)]
+        return cmd + [str(args.total_timesteps), str(folder / "peer.jsonl")]
     cmd = [args.python, str(HERE.parent / "ppo_continuous.py"), "--env-id", env_id]
     cmd += ["--seed", str(seed), "--total-timesteps", str(args.total_timesteps)]
     cmd += ["--run-dir", str(folder / "ours"), "--eval-episodes", "0"]
@@ -160,7 +157,7 @@ def run_side(args, env_id, seed, side, core):
     cmd = command(args, env_id, seed, side, folder)
     with open(folder / f"{side}.log", "w") as log:
         t0 = time.time()
-        code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pinned(core))
+        done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pinned(core))
     wall = round(time.time() - t0, 1)
     if side == "ours":
         events = runs.read_scalars(folder / "ours").get("charts/episodic_return", [])
@@ -168,12 +165,12 @@ def run_side(args, env_id, seed, side, core):
     else:
         peer_log = folder / "peer.jsonl"
         episodes = read_peer_log(peer_log, t0) if peer_log.exists() else []
-    if code.returncode != 0:
+    if done.returncode != 0:
         last = (folder / f"{side}.log").read_text().strip().splitlines()[-1:] or ["no output"]
         print(
-            f"race.py: {side} on {env_id}, seed {seed} failed ({code.returncode}): {last[0][:200]}"
+            f"race.py: {side} on {env_id}, seed {seed} failed ({done.returncode}): {last[0][:200]}"
         )
-    return dict(cmd=shlex.join(cmd), returncode=code.returncode, wall_s=wall, episodes=episodes)
+    return dict(cmd=shlex.join(cmd), returncode=done.returncode, wall_s=wall, episodes=episodes)
 
 
 def crossing(episodes, level):
