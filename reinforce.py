@@ -372,6 +372,8 @@ class Run:
         rollouts = args.total_timesteps // (args.num_envs * args.num_steps)  # reinforce: at most
         self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
         self.frames = None  # --capture-video: the rollout after every video_every-th (ten a run)
+        self.fps = envs.metadata.get("render_fps") or 25  # films play in real time: a frame
+        self.film_every = -(-self.fps // 25)  # every film_every steps, 25 a second or fewer
 
     def iterations(self, num_iterations):
         """1 to num_iterations (resumed: on from the next). --load-model: none, its weights in."""
@@ -387,11 +389,12 @@ class Run:
         """Note which envs ended an episode at this step, and its return and length; film."""
         if "_episode" in infos:  # written once per rollout, by update()
             self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
-        try:  # in a filmed rollout, a frame of up to 16 envs, each 128 px wide or less
-            if self.frames is not None:
-                frames = self.envs.render()[:16]
-                stride = -(-frames[0].shape[1] // 128)  # every n-th pixel, n rounded up
-                self.frames.append(np.stack([frame[::stride, ::stride] for frame in frames]))
+        try:  # in a filmed rollout, every film_every-th step: up to 16 envs, 128 px wide or less
+            if self.frames is not None and global_step // self.envs.num_envs % self.film_every == 0:
+                Image = importlib.import_module("PIL.Image")  # Pillow, imported only to film
+                frames = [Image.fromarray(frame) for frame in self.envs.render()[:16]]
+                n = -(-frames[0].width // 128)  # each n x n pixels to their mean: thin lines stay
+                self.frames.append(np.stack([np.asarray(frame.reduce(n)) for frame in frames]))
         except Exception as error:  # no renderer, or no display: one warning, no more films
             print(f"{SCRIPT}: warning: training goes on unfilmed: {error}", file=sys.stderr)
             self.frames, self.video_every = None, 0
@@ -453,11 +456,10 @@ class Run:
             wrapper.return_rms = rms
         self.iteration, self.global_step = checkpoint["iteration"], checkpoint["global_step"]
         self.episode_returns = checkpoint["episode_returns"]
-        python_rng, numpy_rng, torch_rng, cuda_rngs = checkpoint["rng"]
-        random.setstate(python_rng)
-        np.random.set_state(numpy_rng)
-        torch.set_rng_state(torch_rng)
-        torch.cuda.set_rng_state_all(cuda_rngs)  # none without CUDA
+        setters = random.setstate, np.random.set_state, torch.set_rng_state
+        setters += (torch.cuda.set_rng_state_all,)  # none without CUDA
+        for set_state, rng in zip(setters, checkpoint["rng"], strict=True):
+            set_state(rng)
 
     def save(self):
         """checkpoint.pt <- the snapshot, written beside it and renamed: a kill leaves it whole."""
@@ -477,9 +479,9 @@ class Run:
         rows, cols = -(-n // 4), min(n, 4)
         tiles = np.pad(frames, [(0, 0), (0, rows * cols - n), (0, 0), (0, 0), (0, 0)])
         grid = tiles.reshape(t, rows, cols, h, w, c).swapaxes(2, 3).reshape(t, rows * h, -1, c)
-        palette = Image.Quantize.FASTOCTREE  # 5x faster than Pillow's default for GIFs
+        palette, ms = Image.Quantize.FASTOCTREE, 1000 * self.film_every / self.fps  # real time
         gif, images = BytesIO(), [Image.fromarray(frame).quantize(method=palette) for frame in grid]
-        images[0].save(gif, "GIF", save_all=True, append_images=images[1:], duration=40, loop=0)
+        images[0].save(gif, "GIF", save_all=True, append_images=images[1:], duration=ms, loop=0)
         image = Summary.Image(height=rows * h, width=cols * w, encoded_image_string=gif.getvalue())
         summary = Summary(value=[Summary.Value(tag=tag, image=image)])
         self.writer.file_writer.add_summary(summary, step)
@@ -513,14 +515,12 @@ def log_episodes(writer, ended_episodes, history):
     lengths = torch.stack([torch.as_tensor(e["l"]) for e in episodes]).cpu()[ended].tolist()
     steps = torch.tensor(steps)[:, None].expand_as(ended)[ended].tolist()
     history.extend(zip(steps, returns, strict=True))  # every (step, return), for the caller
-    if len(returns) <= 256:
-        for step, episode_return, length in zip(steps, returns, lengths, strict=True):
-            writer.add_scalar("charts/episodic_return", episode_return, step)
-            writer.add_scalar("charts/episodic_length", length, step)
-    else:
-        writer.add_scalar("charts/episodic_return", np.mean(returns), steps[-1])
-        writer.add_scalar("charts/episodic_length", np.mean(lengths), steps[-1])
+    if len(returns) > 256:  # one point, their mean, at the last step
         writer.add_scalar("charts/episodes", len(returns), steps[-1])
+        steps, returns, lengths = [steps[-1]], [np.mean(returns)], [np.mean(lengths)]
+    for step, episode_return, length in zip(steps, returns, lengths, strict=True):
+        writer.add_scalar("charts/episodic_return", episode_return, step)
+        writer.add_scalar("charts/episodic_length", length, step)
 
 
 def finish(args, agent, envs, eval_env, run, global_step=0, interrupted=False):
