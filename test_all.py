@@ -1643,9 +1643,9 @@ def test_log_episodes_each_when_few_their_mean_when_many(module, as_tensor):
     module.log_episodes(writer, many, history)
     assert len(history) == 300 and history[-1] == (300, 299.0)
     assert writer.calls == [
+        ("charts/episodes", 300, 300),
         ("charts/episodic_return", 149.5, 300),
         ("charts/episodic_length", 150.5, 300),
-        ("charts/episodes", 300, 300),
     ]
     writer, history = Writer(), []
     module.log_episodes(writer, [(8, *info([False] * 3, [0.0] * 3, [0] * 3))], history)
@@ -2321,6 +2321,46 @@ def test_race_reads_logs_finds_levels_and_tabulates(tmp_path):
     assert rows["| 30"] == "| 30 | 12 s (1,300) / — | — |"  # the peer never gets there
 
 
+def test_race_sets_r_beside_its_variants_from_run_py_folders(tmp_path):
+    """race.py --variants: R's runs from the race's raw.json, its variants' from a run.py
+    folder (a failed run left out), tabulated at 25-100% of Hopper's 2609; the variants.json it
+    writes gives the same table again."""
+    from benchmarks import race
+
+    # R: returns 100 i, so the mean of the last 20 is 100 (i - 9.5) from i = 19 (step 2000, 19 s)
+    # on: at 652 then; at 1304 from i = 23, 1957 from i = 30, 2609 from i = 36; 2950 at the end.
+    r = [[100 * (i + 1), float(i), 100.0 * i] for i in range(40)]
+    race_raw = {"Hopper-v5": {"1": {"ours": {"episodes": r}, "peer": {"episodes": []}}}}
+    (tmp_path / "raw.json").write_text(json.dumps(race_raw))
+    flat = [
+        [[k * 100 * (i + 1), k * i + k - 1.0, 600.0 + 100 * k] for i in range(40)] for k in (1, 2)
+    ]
+    runs = [
+        dict(script="R, gamma .999", seed=k, returncode=0, episodes=flat[k - 1]) for k in (1, 2)
+    ]
+    runs.append(dict(script="R, gamma .999", seed=3, returncode=1, episodes=[]))
+    (tmp_path / "gamma").mkdir()
+    (tmp_path / "gamma" / "raw.json").write_text(json.dumps({"env_id": "Hopper-v5", "runs": runs}))
+    argv = ["--env-id", "Hopper-v5", "--out", str(tmp_path), "--variants", str(tmp_path / "gamma")]
+    assert race.main(race.parse_args(argv)) == 0
+    table = (tmp_path / "variants.md").read_text()
+    rows = {line.split(" |")[0]: line for line in table.splitlines()}
+    assert rows["| run"].startswith("| run | 652 (25%) | 1304 (50%) | 1957 (75%) | 2609 (100%) |")
+    assert rows["| R"] == (
+        "| R | 2,000, 19 s (1/1) | 2,400, 23 s (1/1) | 3,100, 30 s (1/1) "
+        "| 3,700, 36 s (1/1) | 2950 |"
+    )
+    # Seeds 1 and 2 stay at 700 and 800: both at 652 at their 20th episode (step 2000, 19 s and
+    # step 4000, 39 s), never higher; seed 3 failed and is not counted.
+    assert rows["| R, gamma .999"] == (
+        "| R, gamma .999 | 3,000 (2,000-4,000), 29 (19-39) s (2/2) | never (0/2) | never (0/2) "
+        "| never (0/2) | 750 (700-800) |"
+    )
+    argv[-1] = str(tmp_path / "variants.json")  # the kept runs: the same table
+    assert race.main(race.parse_args(argv)) == 0
+    assert (tmp_path / "variants.md").read_text() == table
+
+
 def test_race_runs_each_side_as_a_queue_on_its_own_core_and_keeps_what_is_done(
     tmp_path, monkeypatch
 ):
@@ -2767,11 +2807,21 @@ def test_track_offline_records_the_flags_a_metric_the_code_and_videos(script, tm
         assert (folder / "files" / name).read_bytes()[:3] == b"GIF"
     films = tensorboard_gifs(tmp_path / "run")
     assert len(films) >= 2  # an animated grid at two steps or more
-    for film in films.values():
-        assert (
-            film.format == "GIF" and film.n_frames >= 8
-        )  # a rollout of 16 steps (Pillow merges repeats)
+    fps = 50 if script.discrete else 30  # CartPole's and Pendulum's: a frame every 2 steps
+    for film in films.values():  # a rollout of 16 steps (reinforce.py's: whole episodes)
+        assert film.format == "GIF" and film.n_frames >= 6  # Pillow merges repeats
         assert film.size[0] >= 4 * 100  # 4 envs a row, each shrunk to at most 128 px wide
+        durations = []
+        for frame in range(film.n_frames):
+            film.seek(frame)
+            durations.append(film.info["duration"])
+        real_time = 1000 * 2 / fps  # a frame's, cut to the GIF's 10 ms: 40 and 60
+        assert all(d % (real_time // 10 * 10) == 0 for d in durations), durations  # or repeats
+        if script.path.name != "reinforce.py":
+            assert sum(durations) == 8 * (real_time // 10 * 10), durations
+        if script.discrete:  # CartPole's track, one pixel high, is a dark row in each tile
+            grid = np.asarray(film.convert("L"))[:80]  # the first row of tiles
+            assert (grid < 230).mean(axis=1).max() > 0.9
     assert list((tmp_path / "run" / "videos").glob("*.mp4"))  # the evaluation's film stays
 
 
@@ -2894,7 +2944,9 @@ def test_write_gif_tiles_four_envs_a_row(tmp_path):
     writer.file_writer = type(
         "FileWriter", (), {"add_summary": lambda _, s, step: written.append((s, step))}
     )()
-    ppo.Run.write_gif(type("Run", (), {"writer": writer})(), "videos/x", frames, 7)
+    # Pendulum renders 30 frames a second: a frame of every 2nd step shows 66.7 ms of its time
+    run = type("Run", (), {"writer": writer, "fps": 30, "film_every": 2})()
+    ppo.Run.write_gif(run, "videos/x", frames, 7)
     ((summary, step),) = written
     assert step == 7 and summary.value[0].tag == "videos/x"
     from io import BytesIO
@@ -2903,10 +2955,36 @@ def test_write_gif_tiles_four_envs_a_row(tmp_path):
 
     gif = Image.open(BytesIO(summary.value[0].image.encoded_image_string))
     assert gif.size == (80, 20) and gif.n_frames == 3  # 2 rows of 4 tiles of 20 x 10
+    assert gif.info["duration"] == 60  # Pillow writes the GIF's 10 ms units, rounded down
     grid = np.asarray(gif.convert("RGB"))
     tiles = [grid[r * 10 + 5, c * 20 + 10, 0] for r in range(2) for c in range(4)]
     expected = [10, 50, 90, 130, 170, 210, 0, 0]  # envs in order, 2 empty tiles black
     assert np.allclose(tiles, expected, atol=8), tiles  # the GIF's 256-colour palette
+
+
+@by_name(SCRIPTS)
+def test_a_film_keeps_a_frame_every_film_every_steps_and_thin_lines(script):
+    """A filmed step shrinks each env's frame to 128 px wide or less by the mean of each n x n
+    pixels (Pillow's reduce), so CartPole's one-pixel track stays: keeping every n-th pixel,
+    as the films did, loses row 299 of 400 when n is 5. Only every film_every-th step is
+    rendered at all."""
+    frame = np.full((400, 600, 3), 255, np.uint8)
+    frame[299] = 0  # a black line one pixel high, where CartPole draws its track
+    frame[:, 0:5] = [200, 100, 0]  # and a band 5 pixels wide on the left
+    rendered = []
+    envs = type("Envs", (), {"num_envs": 2, "render": lambda _: rendered.append(1) or [frame] * 2})
+    run = type("Run", (), {"envs": envs(), "frames": [], "film_every": 2, "ended_episodes": []})()
+    for global_step in range(2, 10, 2):  # the steps 1, 2, 3 and 4 of 2 envs: 2 and 4 filmed
+        script.module.Run.episodes(run, global_step, {})
+    assert len(rendered) == 2 and len(run.frames) == 2
+    tile = run.frames[0][1]  # the second env's frame, 600 / 5 = 120 px wide
+    assert tile.shape == (80, 120, 3) and run.frames[0].shape == (2, 80, 120, 3)
+    assert (tile[59, 1:] == 204).all()  # rows 295-299 to one: 4 white, 1 black
+    assert (np.delete(tile[:, 1:], 59, axis=0) == 255).all()  # the rest stays white
+    assert (tile[:, 0] == [200, 100, 0]).all()  # the band's 5 columns are one column
+    run.frames = None  # not a filmed rollout: nothing rendered
+    script.module.Run.episodes(run, 12, {})
+    assert len(rendered) == 2
 
 
 # Any flags, any values: each example runs parse_args and train in a process forked from one
