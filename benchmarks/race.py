@@ -21,6 +21,11 @@ and on in steps of 25% while either run reaches them.
     python benchmarks/race.py --env-id Hopper-v5 Walker2d-v5 HalfCheetah-v5 --seeds 1 2 3
     python benchmarks/race.py --env-id Hopper-v5 --table     # the table and picture again
 
+`--variants DIR...` races nothing: it sets R's runs in the race (OUT/raw.json) beside those of
+its variants, each run by benchmarks/run.py with a setting of the peer's into a folder (or kept in
+an OUT/variants.json written before), and writes OUT/variants.md, .json and .png: the steps and
+seconds to each level and the mean return at the end, which docs/lessons.md's lesson 7 cites.
+
 `--sides peer` runs only the peer's queue: a second one, under `taskset -c 0` and with an --out
 of its own, beside a race whose own side is done. Runs already in OUT/raw.json are kept (one that
 failed is run again); a peer that fails says so in one line and the others go on.
@@ -58,6 +63,13 @@ def parse_args(argv=None):
     p.add_argument("--table", action="store_true", help="only the table and picture, from raw.json")
     p.add_argument("--python", default=sys.executable, help="the interpreter of both runs")
     p.add_argument("--sides", nargs="+", choices=SIDES, default=SIDES, help="the queues to run")
+    p.add_argument(
+        "--variants",
+        nargs="+",
+        metavar="DIR",
+        help="no race: benchmarks/run.py folders of R's variants, tabulated against the race's R "
+        "(OUT/raw.json) in OUT/variants.md, .json and .png",
+    )
     return p.parse_args(argv)
 
 
@@ -256,11 +268,106 @@ def report(raw, out):
     print(text)
 
 
+# ---- R against R with one of the peer's settings (run.py's folders): what buys the start -----
+
+
+def read_variants(paths):
+    """{env: {label: {seed: episodes}}} of the finished runs in benchmarks/run.py's folders, or
+    in a variants.json that this wrote before; returns to 2 decimals."""
+    out = {}
+    for path in map(Path, paths):
+        if path.suffix == ".json":
+            for env_id, labels in json.loads(path.read_text()).items():
+                for label, seeds in labels.items():
+                    out.setdefault(env_id, {}).setdefault(label, {}).update(seeds)
+            continue
+        raw = json.loads((path / "raw.json").read_text())
+        for run in raw["runs"]:
+            if run["returncode"] == 0:
+                episodes = [[s, t, round(r, 2)] for s, t, r in run["episodes"]]
+                labels = out.setdefault(raw["env_id"], {})
+                labels.setdefault(run["script"], {})[str(run["seed"])] = episodes
+    return out
+
+
+def spread(values, show):
+    """median (min-max) of values, each as show() writes it."""
+    if len(values) == 1:
+        return show(values[0])
+    return f"{show(statistics.median(values))} ({show(min(values))}-{show(max(values))})"
+
+
+def variants_table(env_id, labels, figure):
+    """Per run: steps and seconds to each level (median over the seeds there, and how many got
+    there), and the mean of the last 20 episodes at the end."""
+    head = [figure * k / 4 for k in range(1, 5)]
+    lines = [f"### {env_id}: steps and seconds to a mean return of {WINDOW} episodes", ""]
+    lines.append(
+        "| run | " + " | ".join(f"{level:.0f} ({25 * k}%)" for k, level in enumerate(head, 1))
+    )
+    lines[-1] += f" | last {WINDOW} at the end |"
+    lines.append("|---" * (len(head) + 2) + "|")
+    for label, seeds in labels.items():
+        cells = []
+        for level in head:
+            there = [c for c in (crossing(e, level) for e in seeds.values()) if c]
+            steps = spread([c[0] for c in there], lambda x: f"{x:,.0f}") if there else "never"
+            seconds = spread([c[1] for c in there], lambda x: f"{x:.0f}") if there else ""
+            cells.append(f"{steps}{seconds and ', ' + seconds + ' s'} ({len(there)}/{len(seeds)})")
+        last = [sum(r for _, _, r in e[-WINDOW:]) / WINDOW for e in seeds.values()]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {spread(last, '{:.0f}'.format)} |")
+    return "\n".join(lines) + "\n"
+
+
+def variants_picture(variants, path):
+    """The mean of the last 20 returns against env steps: a line per seed, a colour per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 3.6), squeeze=False)
+    for ax, (env_id, labels) in zip(axes[0], variants.items(), strict=True):
+        for n, (label, seeds) in enumerate(labels.items()):
+            for k, episodes in enumerate(seeds.values()):
+                curve = runs.rolling(episodes)
+                ax.plot(
+                    [c[0] for c in curve],
+                    [c[2] for c in curve],
+                    color=f"C{n}",
+                    lw=1,
+                    label=None if k else label,
+                )
+        ax.axhline(FIGURES[env_id], color="gray", ls=":", lw=1)
+        ax.set(title=env_id, xlabel="env steps", ylabel=f"mean of the last {WINDOW} returns")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def variants(args, out, raw):
+    """--variants: R's runs in the race against those of its variants, for the envs raced."""
+    found = read_variants(args.variants)
+    (out / "variants.json").write_text(json.dumps(found))
+    every = {}
+    for env_id in [e for e in args.env_id if e in raw and e in found]:
+        ours = {s: r["ours"]["episodes"] for s, r in sorted(raw[env_id].items()) if "ours" in r}
+        every[env_id] = {"R": ours} | found[env_id]
+    text = "".join(variants_table(e, labels, FIGURES[e]) + "\n" for e, labels in every.items())
+    (out / "variants.md").write_text(text)
+    variants_picture(every, out / "variants.png")
+    print(text)
+    return 0
+
+
 def main(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     raw_path = out / "raw.json"
     raw = json.loads(raw_path.read_text()) if raw_path.exists() else {}
+    if args.variants:
+        return variants(args, out, raw)
     for env_id in args.env_id:
         if env_id not in FIGURES:
             print(f"race.py: error: no published figure for {env_id}: one of {', '.join(FIGURES)}")
