@@ -422,8 +422,8 @@ class Run:
         rollouts = args.total_timesteps // (args.num_envs * args.num_steps)  # reinforce: at most
         self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
         self.frames = None  # --capture-video: the rollout after every video_every-th (ten a run)
-        self.fps = envs.metadata.get("render_fps") or 25  # films play in real time: a frame
-        self.film_every = -(-self.fps // 25)  # every film_every steps, 25 a second or fewer
+        self.fps = envs.metadata.get("render_fps") or 25  # the env's frames a second
+        self.film_every = -(-self.fps // 25)  # steps a film frame shows: 25 frames a second at most
 
     def iterations(self, num_iterations):
         """1 to num_iterations (resumed: on from the next). --load-model: none, its weights in."""
