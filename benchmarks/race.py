@@ -235,27 +235,34 @@ def table(env_id, seeds, figure):
 
 def picture(raw, path):
     """The mean of the last 20 returns against seconds since launch, a panel per env."""
+    names = {"ours": "ppo_continuous.py, R", "peer": "rl-zoo3 PPO"}
+    panels = {
+        env_id: [
+            (None if n else names[side], color, record[side]["episodes"])
+            for side, color in (("ours", "C0"), ("peer", "C1"))
+            for n, record in enumerate(seeds.values())
+        ]
+        for env_id, seeds in raw.items()
+    }
+    draw(panels, 1, "seconds since launch", path)
+
+
+def draw(panels, x, xlabel, path):
+    """{env: [(label or None, colour, episodes)]}: a panel per env, a line per run, the mean of
+    the last 20 returns against field x of the episodes (0: env steps, 1: seconds)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(raw), figsize=(5 * len(raw), 3.6), squeeze=False)
-    for ax, (env_id, seeds) in zip(axes[0], raw.items(), strict=True):
-        for side, color in (("ours", "C0"), ("peer", "C1")):
-            for n, record in enumerate(seeds.values()):
-                curve = runs.rolling(record[side]["episodes"])
-                label = (
-                    ("ppo_continuous.py, R" if side == "ours" else "rl-zoo3 PPO") if not n else None
-                )
-                ax.plot(
-                    [c[1] for c in curve], [c[2] for c in curve], color=color, lw=1, label=label
-                )
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
+    for ax, (env_id, lines) in zip(axes[0], panels.items(), strict=True):
+        for label, color, episodes in lines:
+            curve = runs.rolling(episodes)
+            ax.plot([c[x] for c in curve], [c[2] for c in curve], color=color, lw=1, label=label)
         ax.axhline(FIGURES[env_id], color="gray", ls=":", lw=1)
-        ax.set(
-            title=env_id, xlabel="seconds since launch", ylabel=f"mean of the last {WINDOW} returns"
-        )
-        ax.legend(fontsize=8)
+        ax.set(title=env_id, xlabel=xlabel, ylabel=f"mean of the last {WINDOW} returns")
+        ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -321,29 +328,15 @@ def variants_table(env_id, labels, figure):
 
 def variants_picture(variants, path):
     """The mean of the last 20 returns against env steps: a line per seed, a colour per run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 3.6), squeeze=False)
-    for ax, (env_id, labels) in zip(axes[0], variants.items(), strict=True):
-        for n, (label, seeds) in enumerate(labels.items()):
-            for k, episodes in enumerate(seeds.values()):
-                curve = runs.rolling(episodes)
-                ax.plot(
-                    [c[0] for c in curve],
-                    [c[2] for c in curve],
-                    color=f"C{n}",
-                    lw=1,
-                    label=None if k else label,
-                )
-        ax.axhline(FIGURES[env_id], color="gray", ls=":", lw=1)
-        ax.set(title=env_id, xlabel="env steps", ylabel=f"mean of the last {WINDOW} returns")
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    panels = {
+        env_id: [
+            (None if k else label, f"C{n}", episodes)
+            for n, (label, seeds) in enumerate(labels.items())
+            for k, episodes in enumerate(seeds.values())
+        ]
+        for env_id, labels in variants.items()
+    }
+    draw(panels, 0, "env steps", path)
 
 
 def variants(args, out, raw):
