@@ -20,6 +20,7 @@ Layout, one section per kind of check:
  12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
  13. --async-envs: each env in a process of its own, its failures in one line;
  14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds;
+     benchmarks/race.py and zoo_nets.py (lesson 7's networks);
  15. the docs and the tools behind their figures: every relative link in README.md, docs/ and
      benchmarks/ resolves (files, and headings by GitHub's anchors), every results folder is
      cited; ruff format and lint; benchmarks/iqm.py (rliable's IQM); sb3_ppo.py's rl-zoo settings.
@@ -2412,6 +2413,38 @@ def test_race_runs_rl_zoo3s_own_entry_for_the_v4_env(capsys):
     assert kwargs["policy_kwargs"]["activation_fn"] is torch.nn.ReLU
     with pytest.raises(KeyError):
         race.zoo_entry("NoSuchEnv-v5")
+
+
+def test_zoo_nets_trains_ppo_continuous_with_256x256_relu_actor_and_critic(tmp_path):
+    """benchmarks/zoo_nets.py (lesson 7's networks): the run it starts saves weights of 256x256
+    layers for both networks, with ppo_continuous.py's flags and initialisation otherwise."""
+    from benchmarks import zoo_nets
+
+    script = Path(__file__).parent / "benchmarks" / "zoo_nets.py"
+    flags = ["--env-id", "Pendulum-v1", "--total-timesteps", "512", "--num-envs", "2"]
+    flags += ["--eval-episodes", "0", "--log-std-init", "-2", "--save-model"]
+    flags += ["--critic-hidden", "32", "--run-dir", str(tmp_path)]
+    done = subprocess.run([sys.executable, script] + flags, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    weights = torch.load(tmp_path / "ppo_continuous.pt")
+    shapes = {k: tuple(v.shape) for k, v in weights.items() if k.endswith("weight")}
+    for net, n_out in [("actor_mean", 1), ("critic", 1)]:
+        assert [shapes[f"{net}.{i}.weight"] for i in (0, 2, 4)] == [
+            (256, 3),
+            (256, 256),
+            (n_out, 256),
+        ]
+    assert torch.allclose(weights["actor_logstd"], torch.tensor([-2.0]), atol=0.05)
+    agent = zoo_nets.ZooAgent(3, 1, log_std_init=-2.0)
+    assert [type(m) for m in agent.actor_mean] == [torch.nn.Linear, torch.nn.ReLU] * 2 + [
+        torch.nn.Linear
+    ]
+    assert [type(m) for m in agent.critic] == [torch.nn.Linear, torch.nn.ReLU] * 2 + [
+        torch.nn.Linear
+    ]
+    # ppo_continuous.py's initialisation: orthogonal rows, the mean's last layer scaled to 0.01
+    assert agent.actor_mean[4].weight.norm().item() == pytest.approx(0.01, rel=1e-4)
+    assert agent.critic[4].weight.norm().item() == pytest.approx(1.0, rel=1e-4)
 
 
 def test_mujoco_suite_tries_an_idea_in_a_folder_of_its_own(tmp_path, monkeypatch):
