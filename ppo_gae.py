@@ -476,7 +476,7 @@ class Run:
         self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
         self.frames = None  # --capture-video: the rollout after every video_every-th (ten a run)
         self.fps = envs.metadata.get("render_fps") or 25  # the env's frames a second
-        self.film_every = -(-self.fps // 25)  # steps a film frame shows: 25 frames a second at most
+        self.film_every = -(-self.fps // 25)  # ceil(fps / 25) steps a frame: 25 a second at most
 
     def iterations(self, num_iterations):
         """1 to num_iterations (resumed: on from the next). --load-model: none, its weights in."""

@@ -2426,24 +2426,19 @@ def test_zoo_nets_trains_ppo_continuous_with_256x256_relu_actor_and_critic(tmp_p
     flags += ["--critic-hidden", "32", "--run-dir", str(tmp_path)]
     done = subprocess.run([sys.executable, script] + flags, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    weights = torch.load(tmp_path / "ppo_continuous.pt")
-    shapes = {k: tuple(v.shape) for k, v in weights.items() if k.endswith("weight")}
-    for net, n_out in [("actor_mean", 1), ("critic", 1)]:
-        assert [shapes[f"{net}.{i}.weight"] for i in (0, 2, 4)] == [
-            (256, 3),
-            (256, 256),
-            (n_out, 256),
-        ]
+    weights = torch.load(tmp_path / "ppo_continuous.pt")  # Pendulum: 3 numbers in, 1 action out
+    for net in ("actor_mean", "critic"):
+        shapes = [tuple(weights[f"{net}.{i}.weight"].shape) for i in (0, 2, 4)]
+        assert shapes == [(256, 3), (256, 256), (1, 256)], net
     assert torch.allclose(weights["actor_logstd"], torch.tensor([-2.0]), atol=0.05)
-    agent = zoo_nets.ZooAgent(3, 1, log_std_init=-2.0)
-    assert [type(m) for m in agent.actor_mean] == [torch.nn.Linear, torch.nn.ReLU] * 2 + [
-        torch.nn.Linear
-    ]
-    assert [type(m) for m in agent.critic] == [torch.nn.Linear, torch.nn.ReLU] * 2 + [
-        torch.nn.Linear
-    ]
+    agent = zoo_nets.ZooAgent(11, 3, log_std_init=-2.0)  # Hopper's sizes: the actor gives 3
+    relu_mlp = [torch.nn.Linear, torch.nn.ReLU, torch.nn.Linear, torch.nn.ReLU, torch.nn.Linear]
+    assert [type(m) for m in agent.actor_mean] == relu_mlp
+    assert [type(m) for m in agent.critic] == relu_mlp
+    assert agent.actor_mean[4].out_features == 3 and agent.critic[4].out_features == 1
     # ppo_continuous.py's initialisation: orthogonal rows, the mean's last layer scaled to 0.01
-    assert agent.actor_mean[4].weight.norm().item() == pytest.approx(0.01, rel=1e-4)
+    rows = agent.actor_mean[4].weight.norm(dim=1)
+    assert torch.allclose(rows, torch.full((3,), 0.01), rtol=1e-4)
     assert agent.critic[4].weight.norm().item() == pytest.approx(1.0, rel=1e-4)
 
 

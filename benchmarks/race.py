@@ -238,18 +238,18 @@ def picture(raw, path):
     names = {"ours": "ppo_continuous.py, R", "peer": "rl-zoo3 PPO"}
     panels = {
         env_id: [
-            (None if n else names[side], color, record[side]["episodes"])
+            (None if k else names[side], color, record[side]["episodes"])
             for side, color in (("ours", "C0"), ("peer", "C1"))
-            for n, record in enumerate(seeds.values())
+            for k, record in enumerate(seeds.values())
         ]
         for env_id, seeds in raw.items()
     }
     draw(panels, 1, "seconds since launch", path)
 
 
-def draw(panels, x, xlabel, path):
+def draw(panels, x_column, xlabel, path):
     """{env: [(label or None, colour, episodes)]}: a panel per env, a line per run, the mean of
-    the last 20 returns against field x of the episodes (0: env steps, 1: seconds)."""
+    the last 20 returns against a column of the (env step, seconds, return) episodes: 0 or 1."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -259,7 +259,9 @@ def draw(panels, x, xlabel, path):
     for ax, (env_id, lines) in zip(axes[0], panels.items(), strict=True):
         for label, color, episodes in lines:
             curve = runs.rolling(episodes)
-            ax.plot([c[x] for c in curve], [c[2] for c in curve], color=color, lw=1, label=label)
+            ax.plot(
+                [c[x_column] for c in curve], [c[2] for c in curve], color=color, lw=1, label=label
+            )
         ax.axhline(FIGURES[env_id], color="gray", ls=":", lw=1)
         ax.set(title=env_id, xlabel=xlabel, ylabel=f"mean of the last {WINDOW} returns")
         ax.legend(fontsize=7)

@@ -35,7 +35,7 @@ def mlp(n_in, n_out, last_std):
 
 
 class ZooAgent(ppo_continuous.Agent):
-    """ppo_continuous.py's Agent with both networks 256x256 ReLU."""
+    """ppo_continuous.py's Agent with both networks 256x256 ReLU (critic_hidden: ignored)."""
 
     def __init__(self, obs_dim, action_dim, log_std_init=0.0, critic_hidden=None):
         super().__init__(obs_dim, action_dim, log_std_init=log_std_init)
