@@ -221,10 +221,10 @@ def resumed(parser, argv, args):
         fail("--load-model evaluates a saved model: it takes no --resume or --checkpoint-every")
     if not args.resume:
         return args
-    try:  # our own file, with RNG states and flags beside the tensors: weights_only=False
-        saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=False)["args"]
-    except Exception as error:  # no such folder or file, or not a checkpoint
-        fail(f"cannot --resume {args.resume}: {error}")
+    try:  # data only (weights_only): a file that would run code is refused, its code unrun
+        saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)["args"]
+    except Exception:  # no such folder or file; objects or code; not a checkpoint
+        fail(f"cannot --resume: {args.resume}/checkpoint.pt is missing or not one {SCRIPT} wrote")
     args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
     for name in ("env_id", "num_envs", "num_steps"):
         if getattr(args, name) != saved[name]:
@@ -352,7 +352,7 @@ class Run:
         self.envs, self.checkpoint = envs, f"{run_dir}/checkpoint.pt"
         self.iteration, self.global_step, self.episode_returns, self.ended_episodes = 0, 0, [], []
         if args.resume:  # weights, optimizer, statistics, counters, RNGs and episodes go on
-            self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=False))
+            self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=True))
         self.wandb = self.track(args) if args.track else None  # before the writer it syncs
         purge_step = self.global_step + 1 if args.resume else None  # drop logs past checkpoint
         try:
@@ -380,9 +380,10 @@ class Run:
         if not self.args.load_model:
             return range(self.iteration + 1, num_iterations + 1)
         try:  # what --save-model wrote: weights, and statistics where the Agent has them
-            self.agent.load_state_dict(torch.load(self.args.load_model, "cpu"))
-        except Exception as error:  # missing, unreadable or not this Agent's weights
-            fail(f"cannot load --load-model {self.args.load_model}: {error}")
+            self.agent.load_state_dict(torch.load(self.args.load_model, "cpu", weights_only=True))
+        except Exception as error:  # missing; objects or code (never run); not this Agent's
+            why = error if isinstance(error, (OSError, RuntimeError)) else "not saved weights"
+            fail(f"cannot load --load-model {self.args.load_model}: {why}")
         return range(0)
 
     def episodes(self, global_step, infos):
@@ -432,19 +433,20 @@ class Run:
             steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5}"
             print(f"{steps} | {left:4.0f}s left | return (last 20 episodes) {recent:6.1f}")
 
-    def reward_normalizers(self):  # the NormalizeReward wrappers (ppo_continuous.py has one)
+    def return_rms(self):  # the statistics of NormalizeReward (ppo_continuous.py has one)
         wrappers = [self.envs]
         while hasattr(wrappers[-1], "env"):
             wrappers.append(wrappers[-1].env)
-        return [wrapper for wrapper in wrappers if hasattr(wrapper, "return_rms")]
+        return [wrapper.return_rms for wrapper in wrappers if hasattr(wrapper, "return_rms")]
 
     def state(self):
-        """All that --resume needs, copied: as of the last update, whenever a stop comes."""
-        rng = random.getstate(), np.random.get_state(), torch.get_rng_state()
+        """All that --resume needs, copied, as of the last update: tensors and plain values."""
+        name, keys, *rest = np.random.get_state()  # numpy's MT19937: 624 words, as plain ints
+        rng = random.getstate(), (name, keys.tolist(), *rest), torch.get_rng_state()
         rng += (torch.cuda.get_rng_state_all(),)  # [] without CUDA
         agent, optimizer = copy.deepcopy((self.agent.state_dict(), self.optimizer.state_dict()))
-        return_rms = [copy.deepcopy(w.return_rms) for w in self.reward_normalizers()]
-        state = dict(agent=agent, optimizer=optimizer, return_rms=return_rms, rng=rng)
+        rms = [torch.from_numpy(np.array([r.mean, r.var, r.count])) for r in self.return_rms()]
+        state = dict(agent=agent, optimizer=optimizer, return_rms=rms, rng=rng)
         state |= dict(iteration=self.iteration, global_step=self.global_step)
         return state | dict(episode_returns=list(self.episode_returns), args=dict(vars(self.args)))
 
@@ -452,8 +454,8 @@ class Run:
         """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
         self.agent.load_state_dict(checkpoint["agent"])
         self.optimizer.load_state_dict(checkpoint["optimizer"])
-        for wrapper, rms in zip(self.reward_normalizers(), checkpoint["return_rms"], strict=True):
-            wrapper.return_rms = rms
+        for rms, statistics in zip(self.return_rms(), checkpoint["return_rms"], strict=True):
+            rms.mean, rms.var, rms.count = statistics.tolist()  # float64, as they were
         self.iteration, self.global_step = checkpoint["iteration"], checkpoint["global_step"]
         self.episode_returns = checkpoint["episode_returns"]
         setters = random.setstate, np.random.set_state, torch.set_rng_state
@@ -472,9 +474,8 @@ class Run:
         """Frames (T, N, H, W, 3): a GIF of 4 envs a row (torch's add_video needs moviepy 1)."""
         from io import BytesIO
 
-        from PIL import Image
-        from tensorboard.compat.proto.summary_pb2 import Summary
-
+        Image = importlib.import_module("PIL.Image")
+        Summary = importlib.import_module("tensorboard.compat.proto.summary_pb2").Summary
         t, n, h, w, c = frames.shape
         rows, cols = -(-n // 4), min(n, 4)
         tiles = np.pad(frames, [(0, 0), (0, rows * cols - n), (0, 0), (0, 0), (0, 0)])
@@ -490,11 +491,10 @@ class Run:
         """--track: W&B syncs TensorBoard, with flags and code; its id is kept for --resume."""
         args.wandb_id = getattr(args, "wandb_id", None) or f"{time.time_ns():x}"
         where = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=args.wandb_id)
-        what = dict(name=Path(self.run_dir).name, config=vars(args), sync_tensorboard=True)
+        how = dict(name=Path(self.run_dir).name, config=vars(args), sync_tensorboard=True)
         try:  # WANDB_MODE=offline needs no account
-            import wandb
-
-            return wandb.init(**where, **what, save_code=True, resume="allow")
+            wandb = importlib.import_module("wandb")
+            return wandb.init(**where, **how, save_code=True, resume="allow")
         except ImportError:
             fail("--track needs wandb: pip install wandb")
         except Exception as error:  # not logged in, no network, a bad project name

@@ -1150,6 +1150,14 @@ def test_an_env_with_no_time_limit_is_cut_at_1000_steps(script, tmp_path):
 # ----------------------------------------------------------------------------------------------
 
 
+def beside_python(monkeypatch):
+    """Programs that a package starts by name (nbgrader's `alembic`) are found beside the
+    Python that runs the tests, as when pytest was started as .venv/bin/python -m pytest
+    without activating the virtualenv."""
+    bin_dir = str(Path(sys.executable).parent)  # not resolved: the venv's bin, not the base's
+    monkeypatch.setenv("PATH", os.pathsep.join([bin_dir, os.environ.get("PATH", "")]))
+
+
 def cli(args, cwd):
     """`python ARGS` in cwd, with nothing of this repository on the path."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -1778,7 +1786,8 @@ def wait_for_checkpoint(proc, checkpoint, extra_seconds):
 
 
 def load_checkpoint(path):
-    return torch.load(path, map_location="cpu", weights_only=False)
+    """checkpoint.pt as --resume reads it: data only, or UnpicklingError."""
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def increasing(steps, strictly=True):
@@ -1902,12 +1911,13 @@ def test_ppo_continuous_keeps_its_normalization_statistics_across_a_resume(tmp_p
     first = tiny(script, tmp_path, "--checkpoint-every", "128", "--eval-episodes", "2")
     saved = load_checkpoint(Path(first["run_dir"]) / "checkpoint.pt")
     assert saved["agent"]["obs_norm.count"] > 500  # observations of four rollouts
-    assert saved["return_rms"][0].count > 400  # NormalizeReward: its running return statistics
+    mean, var, count = saved["return_rms"][0].tolist()  # NormalizeReward's, as float64
+    assert count > 400 and var > 0 and saved["return_rms"][0].dtype == torch.float64
     restore, restored = script.module.Run.restore, []
 
     def restore_and_look(self, checkpoint):
         restore(self, checkpoint)
-        restored.append(self.reward_normalizers()[0].return_rms)
+        restored.append(self.return_rms()[0])
 
     monkeypatch.setattr(script.module.Run, "restore", restore_and_look)
     # Nothing left to train: resume evaluates the saved agent, with its saved statistics.
@@ -1916,11 +1926,73 @@ def test_ppo_continuous_keeps_its_normalization_statistics_across_a_resume(tmp_p
     assert again["eval_returns"] == first["eval_returns"]
     for name in ("obs_norm.mean", "obs_norm.var", "obs_norm.count"):
         assert torch.equal(again["agent"].state_dict()[name], first["agent"].state_dict()[name])
-    assert (restored[0].mean, restored[0].var, restored[0].count) == (
-        saved["return_rms"][0].mean,
-        saved["return_rms"][0].var,
-        saved["return_rms"][0].count,
-    )
+    assert (restored[0].mean, restored[0].var, restored[0].count) == (mean, var, count)
+
+
+class RunsCode:
+    """What a hostile file can hold: unpickling it calls exec(code); weights_only never does."""
+
+    def __init__(self, code):
+        self.code = code
+
+    def __reduce__(self):
+        return exec, (self.code,)
+
+
+def hostile(path, data, marker):
+    """torch.save(data) plus one entry whose unpickling writes `marker`: shown to be live, by
+    loading it as --resume did before (weights_only=False), which runs it."""
+    torch.save(data | {"note": RunsCode(f"open({str(marker)!r}, 'w').write('ran')")}, path)
+    torch.load(path, weights_only=False)
+    assert marker.read_text() == "ran"
+    marker.unlink()
+
+
+@by_name(SCRIPTS)
+def test_resume_loads_data_only_and_refuses_a_checkpoint_that_would_run_code(
+    script, tmp_path, capsys
+):
+    """A checkpoint holds tensors and plain values only; one that holds code, or one written
+    before checkpoints were data (numpy's RNG state as an array), gets one line, exit 2, and
+    nothing in it runs; train() itself loads data only, whoever built its flags."""
+    first = tiny(script, tmp_path, "--checkpoint-every", "256")
+    path, marker = Path(first["run_dir"]) / "checkpoint.pt", tmp_path / "ran"
+    saved = load_checkpoint(path)  # weights_only=True, or this raises
+    refusal = f"cannot --resume: {path} is missing or not one {script.path.name} wrote"
+    args = script.module.parse_args(["--resume", first["run_dir"], "--eval-episodes", "0"])
+    older = saved | {"rng": (saved["rng"][0], np.random.get_state(), *saved["rng"][2:])}
+    for data in (older, None):
+        if data is None:
+            hostile(path, saved, marker)
+        else:
+            torch.save(data, path)
+        with pytest.raises(SystemExit) as exc:
+            script.module.parse_args(["--resume", first["run_dir"]])
+        assert one_line_error(capsys, exc, script).endswith(refusal)
+    with pytest.raises(Exception, match="Weights only load failed"):
+        script.module.train(args)
+    assert not marker.exists()
+
+
+def test_a_hostile_checkpoint_resumed_on_the_command_line_runs_nothing(tmp_path):
+    script = SCRIPTS[3]  # ppo_gae.py, as the issue's user ran it
+    first = tiny(script, tmp_path, "--checkpoint-every", "256")
+    path, marker = Path(first["run_dir"]) / "checkpoint.pt", tmp_path / "ran"
+    hostile(path, load_checkpoint(path), marker)
+    done = cli([str(script.path), "--resume", first["run_dir"]], tmp_path)
+    refusal = f"cannot --resume: {path} is missing or not one ppo_gae.py wrote"
+    assert (done.returncode, done.stderr) == (2, f"ppo_gae.py: error: {refusal}\n")
+    assert done.stdout == "" and not marker.exists()
+
+
+@by_name(SCRIPTS)
+def test_load_model_refuses_a_file_that_would_run_code(script, tmp_path, capsys):
+    path, marker = tmp_path / "model.pt", tmp_path / "ran"
+    hostile(path, script.module.Agent(4, 2).state_dict(), marker)
+    with pytest.raises(SystemExit) as exc:
+        run(script, tmp_path, "--env-id", script.default_env, "--load-model", str(path))
+    assert one_line_error(capsys, exc, script).endswith(f"{path}: not saved weights")
+    assert not marker.exists()
 
 
 @by_name(SCRIPTS)
@@ -3966,6 +4038,7 @@ def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monke
     config.ExecutePreprocessor.timeout = 300
     monkeypatch.setenv("NOTEBOOK_QUICK", "1")
     monkeypatch.setenv("LADDER_ROOT", str(ROOT))  # autograde runs a copy in a folder of its own
+    beside_python(monkeypatch)  # nbgrader runs `alembic` by name
     monkeypatch.chdir(course)
     api = NbGraderAPI(config=config)
     assert api.generate_assignment("hw")["success"]

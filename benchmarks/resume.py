@@ -47,7 +47,7 @@ def evaluation(run_dir):
 
 def checkpoint_step(path):
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)["global_step"]
+        return torch.load(path, map_location="cpu", weights_only=True)["global_step"]
     except FileNotFoundError:
         return -1
 
