@@ -84,14 +84,15 @@ def discounted_returns(rewards, dones, gamma, last_value=None):
 
 
 def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
-    """L_clip = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t), rho_t = pi / pi_old."""
+    """L_clip = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t), rho_t = pi / pi_old.
+    new_logprobs (carrying its graph), old_logprobs, advantages: float32 (B,); clip_coef a float."""
     ratio = (new_logprobs - old_logprobs).exp()
     clipped_ratio = ratio.clamp(1 - clip_coef, 1 + clip_coef)
     return -torch.min(ratio * advantages, clipped_ratio * advantages).mean()
 
 
 def value_loss(values, returns):
-    """L_V = mean_t (G_t - V(s_t))^2."""
+    """L_V = mean_t (G_t - V(s_t))^2; values (carrying their graph) and returns: float32 (B,)."""
     return ((returns - values) ** 2).mean()
 
 

@@ -55,7 +55,7 @@ class RunningNorm(nn.Module):
         self.register_buffer("count", torch.tensor(1e-4))
 
     def update(self, x):
-        """Merge the batch x (B, *shape) into the statistics (Chan et al.'s parallel update)."""
+        """Merge x, float32 (B, *shape), into the statistics (Chan et al.'s parallel update)."""
         batch_mean, batch_var, batch_count = x.mean(0), x.var(0, correction=0), x.shape[0]
         delta, total = batch_mean - self.mean, self.count + batch_count
         self.mean += delta * batch_count / total
@@ -98,7 +98,8 @@ class Agent(nn.Module):
 
     def get_action_and_value(self, x, action=None):
         """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy, V(x)).
-        Log-prob and entropy of the independent action dimensions add up."""
+        Log-prob and entropy (B,) of the independent action dimensions add up; V(x) is (B, 1).
+        x: float32 (B, obs_dim), normalized already; action: None or float32 (B, action_dim)."""
         mean = self.actor_mean(x)
         std = self.actor_logstd.exp().expand_as(mean)  # sigma, the same in every state
         dist = Normal(mean, std, validate_args=False)  # no argument checks: faster
@@ -148,7 +149,8 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
 
 def adapted_lr(lr, kl, target_kl, max_lr):
     """The step size that keeps each update's KL(pi_old, pi) near target_kl: lr / 1.5 if
-    kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, else lr; kept in [1e-5, max_lr]."""
+    kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, else lr; kept in [1e-5, max_lr].
+    All four are Python floats, and so is the step size returned."""
     if kl > 2 * target_kl:
         return max(lr / 1.5, 1e-5)
     if kl < target_kl / 2:

@@ -79,6 +79,7 @@ class Agent(nn.Module):
 
 def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
     """Generalized advantage estimates and the value targets, time along dim 0.
+    Every tensor is float32 (T, N), terminated and episode_end 0.0 or 1.0; gamma, gae_lambda floats.
 
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
     A_t     = delta_t + gamma * lambda * (1 - episode_end_t) * A_{t+1},  A_T = 0
@@ -108,7 +109,8 @@ def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
 
 def value_loss(values, returns, old_values=None, clip_coef=None):
     """L_V = mean_t (R_t - V(s_t))^2. With old_values and clip_coef, the elementwise max of
-    that and (R_t - V_clip)^2, V_clip = V_old + clip(V - V_old, -eps, eps), as in PPO2."""
+    that and (R_t - V_clip)^2, V_clip = V_old + clip(V - V_old, -eps, eps), as in PPO2.
+    values (carrying their graph), returns, old_values or None: float32 (B,); clip_coef a float."""
     loss = (returns - values) ** 2
     if old_values is not None and clip_coef is not None:
         clipped_values = old_values + (values - old_values).clamp(-clip_coef, clip_coef)

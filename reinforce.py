@@ -60,8 +60,9 @@ class Agent(nn.Module):
 def discounted_returns(rewards, dones, gamma, last_value=None):
     """Reward-to-go G_t = r_t + gamma * (1 - done_t) * G_{t+1}, with G_T = last_value.
 
-    Time runs along dim 0, (T,) or (T, N). dones[t] is true when step t ended its
-    episode, so no reward flows back across the end of an episode.
+    Time runs along dim 0: rewards float32 (T, N), dones bool (T, N), gamma a float,
+    last_value None or float32 (N,). dones[t] is true when step t ended its episode, so
+    no reward flows back across the end of an episode.
     """
     returns = torch.zeros_like(rewards)
     next_return = torch.zeros_like(rewards[0]) if last_value is None else last_value
@@ -72,7 +73,8 @@ def discounted_returns(rewards, dones, gamma, last_value=None):
 
 
 def reinforce_loss(logprobs, returns):
-    """L = -mean_t log pi(a_t|s_t) * G_t; its gradient is minus the policy gradient."""
+    """L = -mean_t log pi(a_t|s_t) * G_t; its gradient is minus the policy gradient.
+    logprobs (carrying their graph) and returns: float32 (B,), one per step of the batch."""
     return -(logprobs * returns).mean()
 
 

@@ -92,6 +92,7 @@ def vpg_loss(logprobs, values, returns):
     """Policy loss -mean_t log pi(a_t|s_t) * A_t with A_t = G_t - V(s_t), and value loss.
 
     The advantage is detached: the policy loss must not move the critic.
+    logprobs and values (both carrying their graph) and returns: float32 (B,).
     """
     advantages = (returns - values).detach()
     policy_loss = -(logprobs * advantages).mean()

@@ -1,15 +1,22 @@
 # SPDX-License-Identifier: MIT
-"""The hand-worked cases of every exercise: one table, read by exercises/check.py (the grader)
-and by test_all.py (section 1), so that no number is written twice.
+"""The cases of every exercise: one table, read by exercises/check.py (the grader) and by
+test_all.py (section 1), so that no number is written twice.
 
-Each case calls the function under test, `fn`, on small inputs and names what it expects. A
+Each case calls the function under test, `fn`, on inputs of the contract that the script's
+`train()` uses (the dtypes and shapes its docstring states), and names what it expects. First
+the hand-worked cases, whose numbers are worked out in the comments; then cases on random
+inputs (fixed seeds) whose expected values are the script's own function's, values and
+gradients, and, for the Agent's method, an agent whose every layer depends on its input. A
 method (Agent.get_action_and_value, RunningNorm.update) is bound to an object of the script's
 own class, so a case checks the method alone. MISTAKES holds wrong versions that students
-write: when a wrong answer equals one of theirs, the grader says the mistake in words.
+write: the grader names one when its answers equal the student's on every case.
 """
 
+import copy
 import importlib.util
 import math
+import random
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,16 +40,115 @@ def script(name, fresh=False):
     return module
 
 
+_BUILT = {}
+
+
+def fresh(key, build):
+    """A new copy of what build() makes, built once: the same agent for every call of a case,
+    and no student's call can change the next one's."""
+    if key not in _BUILT:
+        _BUILT[key] = build()
+    return copy.deepcopy(_BUILT[key])
+
+
+def own(rung, name):
+    """The script's own function: RUNG.NAME, or the method RUNG.Class.method."""
+    found = script(rung)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
 def t(values, dtype=torch.float32):
     return torch.tensor(values, dtype=dtype)
+
+
+def column(values, dtype=torch.float32):
+    """One env's values as train() passes them, time-major (T, N) with N = 1."""
+    return t(values, dtype).view(-1, 1)
+
+
+def gen(seed):
+    """A random stream of its own, so that the inputs of a case never depend on what ran before."""
+    return torch.Generator().manual_seed(seed)
+
+
+@contextmanager
+def seeded(seed):
+    """torch's global random stream at `seed` inside, as it was outside (an Agent's
+    initialization and Normal.sample draw from it)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 @dataclass
 class Case:
     label: str  # what the case shows
-    inputs: str  # its inputs, small enough to read
+    inputs: str  # its inputs, small enough to read (or how they were drawn)
     call: object  # fn -> what it got
     expected: object  # a number, a list, or a tuple of them
+    kind: str = "hand"  # "hand": worked out by hand; "random": the script's own on random inputs
+    parts: tuple = ()  # the names of a tuple's parts, for the grader's line
+    scale: float = 1.0  # the size of the numbers it computes from: the tolerance's floor
+
+
+def against(rung, name, label, inputs, call, parts=(), scale=1.0):
+    """A case on random inputs whose expected answer is the script's own function's."""
+    expected = as_lists(call(own(rung, name)))
+    return Case(label, inputs, call, expected, "random", parts, scale)
+
+
+def backward(loss):
+    """loss.backward(), as train() calls it, or one clear reason why it cannot be."""
+    if not isinstance(loss, torch.Tensor):
+        raise TypeError(f"returned a {type(loss).__name__}: train() needs a tensor to backward")
+    if loss.dim() != 0:
+        raise ValueError(f"returned shape {tuple(loss.shape)}: train() needs a scalar loss")
+    if not loss.requires_grad:
+        raise ValueError(
+            "returned a loss with no gradient: nothing it was given reaches it through autograd"
+            " (a .detach(), .item(), numpy or torch.no_grad() on the way?)"
+        )
+    loss.backward()
+
+
+def grad_or_none(x):
+    """x's gradient, or "none" where no gradient reached it."""
+    return "none" if x.grad is None or not x.grad.any() else x.grad
+
+
+def moved(**groups):
+    """What a backward pass moved: for each group of parameters "none", or (the gradient's
+    norm, its dot product with a fixed random direction), enough to tell two gradients apart."""
+    summary = {}
+    for name, params in groups.items():
+        grads = [p.grad for p in params if p.grad is not None]
+        norm = math.sqrt(sum((g.double() ** 2).sum().item() for g in grads))
+        if norm <= 1e-12:
+            summary[name] = "none"
+            continue
+        direction = gen(7)
+        dot = sum(
+            (g.double() * torch.randn(g.shape, generator=direction, dtype=torch.float64)).sum()
+            for g in grads
+        )
+        summary[name] = [norm, float(dot)]
+    return summary
+
+
+def moves(loss, **groups):
+    """backward() of loss, then what it moved; a loss that reaches no parameter moved none."""
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        backward(loss)
+    return moved(**groups)
+
+
+def near(x, target, within):
+    """x, or target where x is within `within` of it (for statistics of random samples)."""
+    x = torch.as_tensor(x, dtype=torch.float32)
+    target = torch.as_tensor(target, dtype=torch.float32).expand_as(x)
+    return torch.where((x - target).abs() < within, target, x)
 
 
 # ---- discounted_returns(rewards, dones, gamma, last_value=None) ---------------------------------
@@ -72,15 +178,18 @@ RETURNS_2_ENVS = dict(
 
 
 def discounted_returns_cases():
+    # train()'s contract: float32 rewards and bool dones (T, N), here one env: N = 1.
     cases = []
     for dones, gamma, last, expected in DISCOUNTED_RETURNS:
-        inputs = f"rewards={R}, dones={dones}, gamma={gamma}, last_value={last}"
-        last_value = None if last is None else torch.tensor(last)
+        shown = [bool(d) for d in dones]
+        inputs = f"rewards={R}, dones={shown}, gamma={gamma}, last_value={last}"
+        last_value = None if last is None else t([last])
 
         def call(fn, dones=dones, gamma=gamma, last_value=last_value):
-            return fn(t(R), t(dones), gamma, last_value=last_value)
+            return fn(column(R), column(dones, torch.bool), gamma, last_value=last_value)
 
-        cases.append(Case("one env", inputs, call, expected))
+        expected = [[g] for g in expected]
+        cases.append(Case("one env, (T, N) = (3, 1)", inputs, call, expected))
     c = RETURNS_2_ENVS
     inputs = f"rewards={c['rewards']}, dones={c['dones']}, gamma=0.5, last_value={c['last_value']}"
 
@@ -102,11 +211,16 @@ def reinforce_loss_cases():
 
     def grad(fn):
         logprobs = t(c["logprobs"]).requires_grad_()
-        fn(logprobs, t(c["returns"])).backward()
+        backward(fn(logprobs, t(c["returns"])))
         return logprobs.grad
 
     return [
-        Case("the loss", inputs, lambda fn: fn(t(c["logprobs"]), t(c["returns"])), c["loss"]),
+        Case(
+            "the loss",
+            inputs,
+            lambda fn: fn(t(c["logprobs"]).requires_grad_(), t(c["returns"])),
+            c["loss"],
+        ),
         Case("its gradient in the logprobs", inputs, grad, c["grad"]),
     ]
 
@@ -131,7 +245,7 @@ def vpg_loss_cases():
     def grads(which):
         def call(fn):
             logprobs, values, losses = vpg_loss_case(fn)
-            losses[0 if which == "policy" else 1].backward()
+            backward(losses[0 if which == "policy" else 1])
             zero = torch.zeros(2)
             return (
                 zero if logprobs.grad is None else logprobs.grad,
@@ -177,13 +291,13 @@ def ppo_loss_cases():
 
     def loss(old, eps):
         def call(fn):
-            return fn(old + t(PPO_RATIOS).log(), old, adv, eps)
+            return fn((old + t(PPO_RATIOS).log()).requires_grad_(), old, adv, eps)
 
         return call
 
     def grad(fn):
         new = t(PPO_RATIOS).log().requires_grad_()
-        fn(new, torch.zeros(6), adv, 0.2).backward()
+        backward(fn(new, torch.zeros(6), adv, 0.2))
         return new.grad
 
     return [
@@ -235,13 +349,16 @@ VL_CASES = {  # id: old_values, clip_coef, (loss, gradient in values)
 
 
 def value_loss_cases(clipped):
+    # train()'s contract: ppo.py's value_loss takes (values, returns); ppo_gae.py's always gets
+    # a clip_coef, and old_values only with --clip-vloss (else None).
     def plain(fn):
         values = t(VALUE["values"]).requires_grad_()
-        loss = fn(values, t(VALUE["returns"]))
-        loss.backward()
+        loss = fn(values, t(VALUE["returns"]), *((None, 0.2) if clipped else ()))
+        backward(loss)
         return loss, values.grad
 
     inputs = f"values={VALUE['values']}, returns={VALUE['returns']}"
+    inputs += ", old_values=None, clip_coef=0.2" if clipped else ""
     cases = [
         Case(
             "mean squared error, and its gradient in values",
@@ -253,11 +370,13 @@ def value_loss_cases(clipped):
     if not clipped:
         return cases
     for label, (old, eps, expected) in VL_CASES.items():
+        if eps is None:  # the signature's default, not a call train() makes
+            continue
 
         def call(fn, old=old, eps=eps):
             values = t(VL_VALUES).requires_grad_()
             loss = fn(values, t(VL_RETURNS), None if old is None else t(old), eps)
-            loss.backward()
+            backward(loss)
             return loss, values.grad
 
         inputs = f"values={VL_VALUES}, returns={VL_RETURNS}, old_values={old}, clip_coef={eps}"
@@ -296,10 +415,12 @@ GAE_2_ENVS = [[0.1875, -0.25], [2.75, 1.0], [3.0, 3.0]]
 
 
 def gae_inputs(case):
+    """A GAE_CASES case as train() passes it: every tensor float32 (T, N), here N = 1."""
     terminated, ended, next_value_1, gae_lambda, _ = GAE_CASES[case]
     next_values = list(GAE_NEXT_VALUES)
     next_values[1] = next_value_1
-    return (t(GAE_REWARDS), t(GAE_VALUES), t(next_values), t(terminated), t(ended), 0.5, gae_lambda)
+    tensors = GAE_REWARDS, GAE_VALUES, next_values, terminated, ended
+    return (*(column(x) for x in tensors), 0.5, gae_lambda)
 
 
 def compute_gae_cases():
@@ -307,23 +428,25 @@ def compute_gae_cases():
     for label, (terminated, ended, next_value_1, gae_lambda, expected) in GAE_CASES.items():
         next_values = list(GAE_NEXT_VALUES)
         next_values[1] = next_value_1
+        flags = f"terminated={list(map(float, terminated))}, episode_end={list(map(float, ended))}"
         inputs = (
-            f"rewards={GAE_REWARDS}, values={GAE_VALUES}, next_values={next_values}, "
-            f"terminated={terminated}, episode_end={ended}, gamma=0.5, gae_lambda={gae_lambda}"
+            f"rewards={GAE_REWARDS}, values={GAE_VALUES}, next_values={next_values}, {flags}, "
+            f"gamma=0.5, gae_lambda={gae_lambda}"
         )
-        returns = [a + v for a, v in zip(expected, GAE_VALUES, strict=True)]  # returns = A + V
+        returns = [[a + v] for a, v in zip(expected, GAE_VALUES, strict=True)]  # returns = A + V
         cases.append(
             Case(
-                f"{label}: (advantages, returns)",
+                f"{label}: (advantages, returns), one env",
                 inputs,
                 lambda fn, c=label: fn(*gae_inputs(c)),
-                (expected, returns),
+                ([[a] for a in expected], returns),
+                parts=("advantages", "returns"),
             )
         )
 
     def two(fn):
         both = lambda x: torch.stack([t(x), t(x)], 1)  # noqa: E731
-        terminated = t([[False, False], [False, True], [False, False]], torch.bool)
+        terminated = t([[0.0, 0.0], [0.0, 1.0], [0.0, 0.0]])  # float32 flags, as train()'s
         return fn(
             both(GAE_REWARDS),
             both(GAE_VALUES),
@@ -362,13 +485,13 @@ def gaussian_agent(module=None):
 
 def get_action_and_value_cases():
     def scored(fn):
-        agent = gaussian_agent()
+        agent = fresh("gaussian", gaussian_agent)
         with torch.no_grad():
             _, logp, entropy, value = fn(agent, torch.randn(2, 3), t(GAUSSIAN["actions"]))
         return logp, entropy, list(value.shape)
 
     def sampled(fn):  # mean mu and std sigma, to within 4 standard errors (1/sqrt(20000) = .007)
-        agent = gaussian_agent()
+        agent = fresh("gaussian", gaussian_agent)
         with torch.no_grad():
             samples = fn(agent, torch.randn(20_000, 3))[0]
         mean, std = samples.mean(0), samples.std(0)
@@ -415,6 +538,7 @@ def running_norm_update_cases():
             inputs,
             merged,
             expected,
+            parts=("mean", "var", "count"),
         )
     ]
 
@@ -438,54 +562,346 @@ def adapted_lr_cases():
             f"lr={lr}, kl={kl}, target_kl=0.02, max_lr=0.0003",
             lambda fn, lr=lr, kl=kl: fn(lr, kl, 0.02, 3e-4),
             expected,
+            scale=0.0,  # step sizes of 1e-5 to 3e-4: the tolerance is relative to each
         )
         for lr, kl, expected in ADAPTED_LR
     ]
 
 
+# ---- random inputs of train()'s contract, against the script's own function -----------------
+# Each draw has a seed of its own; its expected answer is what the script's function gives.
+# Sizes change from draw to draw (never 2 samples, say, so that twice the mean is no sum).
+
+
+def discounted_returns_random():
+    def draw(seed, steps, envs, gamma, bootstrap):
+        g = gen(seed)
+        rewards = torch.randn(steps, envs, generator=g)
+        dones = torch.rand(steps, envs, generator=g) < 0.25
+        last = torch.randn(envs, generator=g) if bootstrap else None
+
+        def call(fn):
+            last_value = None if last is None else last.clone()
+            return fn(rewards.clone(), dones.clone(), gamma, last_value=last_value)
+
+        inputs = (
+            f"rewards float32 {steps, envs} ~ N(0, 1), dones bool (a quarter True), "
+            f"gamma={gamma}, last_value={'float32 (N,)' if bootstrap else None}"
+        )
+        return against("reinforce", "discounted_returns", f"random, seed {seed}", inputs, call)
+
+    return [draw(1, 12, 4, 0.99, False), draw(2, 7, 3, 0.9, True), draw(3, 20, 1, 0.5, False)]
+
+
+def loss_random(rung, name, seed, size, **extra):
+    """A loss of float32 (B,) inputs: (the loss, its gradient in the input carrying the graph).
+    extra: ppo_loss's clip_coef, value_loss's old values and clip_coef."""
+    g = gen(seed)
+    if name == "reinforce_loss":
+        first = -3 * torch.rand(size, generator=g)  # logprobs, with the graph
+        rest = [2 * torch.randn(size, generator=g)]  # returns
+        shown = "logprobs float32 (B,) in [-3, 0], returns float32 (B,) ~ N(0, 4)"
+    elif name == "ppo_loss":
+        old = -2 * torch.rand(size, generator=g)
+        first = old + 0.3 * torch.randn(size, generator=g)  # new_logprobs: ratios .5 to 2
+        rest = [old, torch.randn(size, generator=g), extra["clip_coef"]]
+        shown = f"new - old logprobs ~ N(0, .09), advantages ~ N(0, 1), clip_coef={rest[-1]}"
+    else:  # value_loss: values, returns[, old_values, clip_coef]
+        first = torch.randn(size, generator=g)
+        rest = [2 * torch.randn(size, generator=g)]
+        shown = "values ~ N(0, 1), returns ~ N(0, 4)"
+        if rung == "ppo_gae":
+            old = first + 0.3 * torch.randn(size, generator=g) if extra["old"] else None
+            rest += [old, extra["clip_coef"]]
+            shown += f", old_values {'V + N(0, .09)' if extra['old'] else None}"
+            shown += f", clip_coef={extra['clip_coef']}"
+
+    def call(fn):
+        x = first.clone().requires_grad_()
+        loss = fn(x, *(r.clone() if isinstance(r, torch.Tensor) else r for r in rest))
+        backward(loss)
+        return loss, grad_or_none(x)
+
+    inputs = f"B={size}, {shown}"
+    grad_in = dict(reinforce_loss="logprobs", ppo_loss="new_logprobs", value_loss="values")
+    parts = ("the loss", f"its gradient in {grad_in[name]}")
+    return against(rung, name, f"random, seed {seed}", inputs, call, parts)
+
+
+def seeded_agent(seed):
+    with seeded(seed):
+        return script("vpg").Agent(4, 3)
+
+
+def vpg_loss_random():
+    """vpg's Agent scores random observations: its log-probabilities and values go in."""
+
+    def draw(seed, size, what):
+        g = gen(seed)
+        obs, actions = torch.randn(size, 4, generator=g), torch.randint(0, 3, (size,), generator=g)
+        returns = 1 + 2 * torch.randn(size, generator=g)
+
+        def call(fn):
+            agent = fresh(("vpg", seed), lambda: seeded_agent(seed))
+            _, logprobs, _, values = agent.get_action_and_value(obs, actions)
+            losses = fn(logprobs, values.flatten(), returns.clone())
+            if what == "losses":
+                return losses
+            policy_loss, value_loss = losses
+            loss = policy_loss if what == "policy_loss" else value_loss
+            return moves(loss, actor=agent.actor.parameters(), critic=agent.critic.parameters())
+
+        labels = {
+            "losses": ("(policy_loss, value_loss)", ("policy_loss", "value_loss")),
+            "policy_loss": ("what policy_loss moves: the actor, never the critic", ()),
+            "value_loss": ("what value_loss moves: the critic, never the actor", ()),
+        }
+        label, parts = labels[what]
+        inputs = f"vpg's Agent on B={size} random observations, returns ~ N(1, 4)"
+        return against(
+            "vpg", "vpg_loss", f"random agent, seed {seed}: {label}", inputs, call, parts
+        )
+
+    draws = [draw(seed, size, "losses") for seed, size in ((1, 6), (2, 11), (3, 17))]
+    return draws + [
+        draw(seed, 9, what) for seed in (4, 5) for what in ("policy_loss", "value_loss")
+    ]
+
+
+def compute_gae_random():
+    def draw(seed, steps, envs, gamma, gae_lambda):
+        g = gen(seed)
+        rewards, values, next_values = (torch.randn(steps, envs, generator=g) for _ in range(3))
+        terminated = (torch.rand(steps, envs, generator=g) < 0.15).float()
+        truncated = (torch.rand(steps, envs, generator=g) < 0.15).float() * (1 - terminated)
+        episode_end = torch.maximum(terminated, truncated)
+        tensors = rewards, values, next_values, terminated, episode_end
+
+        def call(fn):
+            return fn(*(x.clone() for x in tensors), gamma, gae_lambda)
+
+        inputs = (
+            f"rewards, values, next_values float32 {steps, envs} ~ N(0, 1), terminated and "
+            f"episode_end float32 0.0 or 1.0 (some truncated), gamma={gamma}, "
+            f"gae_lambda={gae_lambda}"
+        )
+        label = f"random, seed {seed}"
+        return against("ppo_gae", "compute_gae", label, inputs, call, ("advantages", "returns"))
+
+    return [draw(1, 16, 4, 0.99, 0.95), draw(2, 9, 3, 0.9, 0.8), draw(3, 20, 1, 0.5, 1.0)]
+
+
+def input_agent(seed):
+    """ppo_continuous's Agent on 3 observations and 2 actions whose every part depends on its
+    input: the actor's last layer at gain 1 (the script's starts at .01), a sigma of its own in
+    each dimension, and observation statistics far from (0, 1), so that normalizing x again
+    inside the method changes what comes out."""
+    with seeded(seed):
+        agent = script("ppo_continuous").Agent(3, 2)
+        with torch.no_grad():
+            torch.nn.init.orthogonal_(agent.actor_mean[-1].weight, 1.0)
+            agent.actor_mean[-1].bias.normal_(0.0, 0.5)
+            agent.actor_logstd.copy_(t([-0.7, 0.3]) + 0.2 * torch.randn(2))
+            agent.obs_norm.mean.copy_(2 * torch.randn(3))
+            agent.obs_norm.var.copy_(0.5 + torch.rand(3))
+            agent.obs_norm.count.fill_(50.0)
+    return agent
+
+
+def get_action_and_value_random():
+    def draw(seed, size, what):
+        g = gen(seed)
+        x, actions = torch.randn(size, 3, generator=g), torch.randn(size, 2, generator=g)
+        weights = 0.5 + torch.rand(size, generator=g)  # log pi's gradient: a weighted sum
+
+        def call(fn):
+            agent = fresh(("input", seed), lambda: input_agent(seed))
+            action, logprob, entropy, value = fn(agent, x.clone(), actions.clone())
+            if what == "values":
+                return logprob, entropy, value
+            groups = dict(
+                actor_mean=agent.actor_mean.parameters(),
+                actor_logstd=[agent.actor_logstd],
+                critic=agent.critic.parameters(),
+            )
+            if what == "log pi":
+                return moves((weights * logprob).sum(), **groups)
+            return moves((entropy if what == "entropy" else value).sum(), **groups)
+
+        labels = {
+            "values": "(log pi(a|x), entropy, V(x)) of given actions",
+            "log pi": "what log pi(a|x) moves: actor_mean and actor_logstd, never the critic",
+            "entropy": "what the entropy moves: actor_logstd alone",
+            "V": "what V(x) moves: the critic alone",
+        }
+        inputs = f"x float32 ({size}, 3) ~ N(0, 1), actions float32 ({size}, 2) ~ N(0, 1)"
+        label = f"an agent whose layers depend on x, seed {seed}: {labels[what]}"
+        parts = ("log pi(a|x)", "entropy", "V(x)") if what == "values" else ()
+        return against("ppo_continuous", "Agent.get_action_and_value", label, inputs, call, parts)
+
+    def sampled(seed, size=20_000):
+        x = torch.randn(size, 3, generator=gen(seed))
+
+        def call(fn):  # 4 standard errors: 4 / sqrt(20000) = .03
+            agent = fresh(("input", seed), lambda: input_agent(seed))
+            with seeded(seed), torch.no_grad():
+                action, logprob, _, value = fn(agent, x.clone())
+                _, own_logprob, _, own_value = own("ppo_continuous", "Agent.get_action_and_value")(
+                    agent, x, action
+                )
+                z = (action - agent.actor_mean(x)) / agent.actor_logstd.exp()
+            return (
+                list(action.shape),
+                near((logprob - own_logprob).abs().max(), 0.0, 1e-4),
+                near(z.mean(0), 0.0, 0.03),
+                near(z.std(0), 1.0, 0.03),
+                near((value - own_value).abs().max(), 0.0, 1e-4),
+            )
+
+        label = (
+            f"an agent whose layers depend on x, seed {seed}, {size:,} samples: (their shape, "
+            "|log pi - the script's|, mean and std of (a - mu(x)) / sigma, |V - the script's|)"
+        )
+        inputs = f"x float32 ({size}, 3) ~ N(0, 1), action None"
+        parts = ("shape", "|log pi - the script's|", "mean", "std", "|V - the script's|")
+        return against("ppo_continuous", "Agent.get_action_and_value", label, inputs, call, parts)
+
+    whats = ("values", "log pi", "entropy", "V")
+    return [draw(seed, size, w) for seed, size in ((1, 7), (2, 12)) for w in whats] + [sampled(3)]
+
+
+def running_norm_update_random():
+    def draw(seed, sizes):
+        g = gen(seed)
+        loc, spread = 2 * torch.randn(3, generator=g), torch.exp(0.5 * torch.randn(3, generator=g))
+        batches = [
+            loc + 0.3 * k + spread * torch.randn(n, 3, generator=g) for k, n in enumerate(sizes)
+        ]
+
+        def call(fn):
+            norm = script("ppo_continuous").RunningNorm(3)
+            for batch in batches:
+                fn(norm, batch.clone())
+            dtypes = tuple(str(b.dtype) for b in (norm.mean, norm.var, norm.count))
+            return norm.mean, norm.var, norm.count, dtypes
+
+        shown = ", ".join(map(str, sizes))
+        inputs = f"float32 batches of {shown} rows (B, 3) of a drifting Gaussian"
+        parts = ("mean", "var", "count", "the buffers' dtypes")
+        return against(
+            "ppo_continuous", "RunningNorm.update", f"random, seed {seed}", inputs, call, parts
+        )
+
+    return [draw(1, [1, 1, 4, 16, 8]), draw(2, [8, 8, 8, 8]), draw(3, [1, 1, 1, 1, 64])]
+
+
+def adapted_lr_random():
+    """Step sizes on both sides of each bound and KLs on both sides of each edge of the band,
+    where a wrong factor or a missing bound shows."""
+    rng, cases = random.Random(52), []
+    for target_kl, max_lr in ((0.01, 1e-3), (0.02, 3e-4), (0.05, 2.5e-4)):
+        draws = [
+            ("near the floor, a KL too far", rng.uniform(1e-5, 3e-5), rng.uniform(2.01, 10)),
+            ("near the floor, a KL too far", rng.uniform(1e-5, 3e-5), rng.uniform(2.01, 10)),
+            ("near max_lr, a KL too small", max_lr / rng.uniform(1.01, 2.5), rng.uniform(0, 0.49)),
+            ("near max_lr, a KL too small", max_lr / rng.uniform(1.01, 2.5), rng.uniform(0, 0.49)),
+            ("just above the band", rng.uniform(2e-5, max_lr / 1.6), rng.uniform(2.001, 2.1)),
+            ("just inside the band", rng.uniform(2e-5, max_lr), rng.uniform(0.51, 1.99)),
+        ]
+        for label, lr, ratio in draws:
+            kl = ratio * target_kl
+
+            def call(fn, lr=lr, kl=kl, target_kl=target_kl, max_lr=max_lr):
+                return fn(lr, kl, target_kl, max_lr)
+
+            inputs = f"lr={lr:.6g}, kl={kl:.6g}, target_kl={target_kl}, max_lr={max_lr}"
+            expected = call(own("ppo_continuous", "adapted_lr"))
+            cases.append(Case(f"random: {label}", inputs, call, expected, "random", scale=0.0))
+    return cases
+
+
 # ---- the exercises of each rung, their cases, hints and known mistakes --------------------------
+def both(*groups):
+    """The cases of an exercise: the hand-worked ones first, then the random ones."""
+    return lambda: [case for group in groups for case in group()]
+
+
+def losses(rung, name, *draws):
+    return lambda: [loss_random(rung, name, seed, size, **extra) for seed, size, extra in draws]
+
+
 EXERCISES = {  # rung: {name in the script: (cases, one-line hint)}
     "reinforce": {
         "discounted_returns": (
-            discounted_returns_cases,
+            both(discounted_returns_cases, discounted_returns_random),
             "loop t from the last step back; reset at each episode's end",
         ),
-        "reinforce_loss": (reinforce_loss_cases, "minus the mean of log pi(a_t|s_t) * G_t"),
+        "reinforce_loss": (
+            both(
+                reinforce_loss_cases,
+                losses("reinforce", "reinforce_loss", (1, 5, {}), (2, 16, {}), (3, 33, {})),
+            ),
+            "minus the mean of log pi(a_t|s_t) * G_t",
+        ),
     },
     "vpg": {
         "vpg_loss": (
-            vpg_loss_cases,
+            both(vpg_loss_cases, vpg_loss_random),
             "A = G - V, detached in the policy term; the value loss is the MSE",
         ),
     },
     "ppo": {
         "ppo_loss": (
-            ppo_loss_cases,
+            both(
+                ppo_loss_cases,
+                losses(
+                    "ppo",
+                    "ppo_loss",
+                    (1, 8, dict(clip_coef=0.2)),
+                    (2, 13, dict(clip_coef=0.1)),
+                    (3, 32, dict(clip_coef=0.3)),
+                ),
+            ),
             "ratio = exp(new - old); minus the mean of the min of the two terms",
         ),
         "value_loss": (
-            lambda: value_loss_cases(False),
+            both(
+                lambda: value_loss_cases(False),
+                losses("ppo", "value_loss", (1, 7, {}), (2, 16, {}), (3, 30, {})),
+            ),
             "the mean squared error between returns and values",
         ),
     },
     "ppo_gae": {
-        "compute_gae": (compute_gae_cases, "delta_t first, then A_t from the last step back"),
+        "compute_gae": (
+            both(compute_gae_cases, compute_gae_random),
+            "delta_t first, then A_t from the last step back",
+        ),
         "value_loss": (
-            lambda: value_loss_cases(True),
+            both(
+                lambda: value_loss_cases(True),
+                losses(
+                    "ppo_gae",
+                    "value_loss",
+                    (1, 8, dict(old=True, clip_coef=0.2)),
+                    (2, 16, dict(old=True, clip_coef=0.1)),
+                    (3, 25, dict(old=False, clip_coef=0.2)),
+                ),
+            ),
             "the MSE; with old_values and clip_coef, the max of it and the clipped one",
         ),
     },
     "ppo_continuous": {
         "Agent.get_action_and_value": (
-            get_action_and_value_cases,
+            both(get_action_and_value_cases, get_action_and_value_random),
             "a Normal(mean, exp(logstd)); sum log-prob and entropy over the last dim",
         ),
         "RunningNorm.update": (
-            running_norm_update_cases,
+            both(running_norm_update_cases, running_norm_update_random),
             "merge the batch's mean and variance into the running ones, weighted by counts",
         ),
         "adapted_lr": (
-            adapted_lr_cases,
+            both(adapted_lr_cases, adapted_lr_random),
             "/ 1.5 above 2 target_kl, * 1.5 below target_kl / 2, kept in [1e-5, max_lr]",
         ),
     },
@@ -511,7 +927,19 @@ def _no_bootstrap(rewards, dones, gamma, last_value=None):
 
 
 def _gamma_on_r(rewards, dones, gamma, last_value=None):
-    return gamma * script("reinforce").discounted_returns(rewards, dones, gamma, last_value)
+    returns = torch.zeros_like(rewards)
+    g = torch.zeros_like(rewards[0]) if last_value is None else last_value
+    for i in reversed(range(len(rewards))):
+        g = returns[i] = gamma * (rewards[i] + (~dones[i]) * g)
+    return returns
+
+
+def _reset_after(rewards, dones, gamma, last_value=None):
+    returns = torch.zeros_like(rewards)
+    g = torch.zeros_like(rewards[0]) if last_value is None else last_value
+    for i in reversed(range(len(rewards))):
+        g = returns[i] = (rewards[i] + gamma * g) * (~dones[i])
+    return returns
 
 
 def _not_detached(logprobs, values, returns):
@@ -542,6 +970,11 @@ def _log_ratio(new, old, advantages, clip_coef):
 
 def _no_clip(new, old, advantages, clip_coef):
     return -((new - old).exp() * advantages).mean()
+
+
+def _min_of_ratios(new, old, advantages, clip_coef):
+    ratio = (new - old).exp()
+    return -(torch.min(ratio, ratio.clamp(1 - clip_coef, 1 + clip_coef)) * advantages).mean()
 
 
 def _gae(
@@ -587,16 +1020,21 @@ def _clip_v_itself(values, returns, old_values=None, clip_coef=None):
     return loss.mean()
 
 
-def _gaussian(self, x, action=None, std=None, reduce="sum"):
-    mean = self.actor_mean(x)
-    dist = torch.distributions.Normal(
-        mean, (std or (lambda s: s.exp()))(self.actor_logstd).expand_as(mean)
-    )
+def _gaussian(self, x, action=None, reduce="sum", again=False, detach=(), critic=True):
+    """ppo_continuous's get_action_and_value, with a mistake: reduce, the log-prob's and
+    entropy's reduction over the action dimensions; again, x normalized a second time;
+    detach, the parts cut from the graph ("mean", "std", "value")."""
+    seen = self.obs_norm(x) if again else x
+    mean = self.actor_mean(seen)
+    std = self.actor_logstd.exp().expand_as(mean)
+    mean, std = (p.detach() if n in detach else p for n, p in (("mean", mean), ("std", std)))
+    dist = torch.distributions.Normal(mean, std, validate_args=False)
     action = dist.sample() if action is None else action
     logp, entropy = dist.log_prob(action), dist.entropy()
     if reduce:
         logp, entropy = getattr(logp, reduce)(-1), getattr(entropy, reduce)(-1)
-    return action, logp, entropy, self.critic(x)
+    value = self.critic(seen)
+    return action, logp, entropy, value.detach() if "value" in detach else value
 
 
 def _overwrite(self, x):
@@ -607,6 +1045,15 @@ def _mean_of_vars(self, x):
     total = self.count + x.shape[0]
     self.mean = (self.mean * self.count + x.mean(0) * x.shape[0]) / total
     self.var = (self.var * self.count + x.var(0, correction=0) * x.shape[0]) / total
+    self.count = total
+
+
+def _bessel(self, x):
+    batch_mean, batch_var, batch_count = x.mean(0), x.var(0), x.shape[0]
+    delta, total = batch_mean - self.mean, self.count + batch_count
+    self.mean = self.mean + delta * batch_count / total
+    moments = self.var * self.count + batch_var * batch_count
+    self.var = (moments + delta**2 * self.count * batch_count / total) / total
     self.count = total
 
 
@@ -622,12 +1069,21 @@ def _unbounded_lr(lr, kl, target_kl, max_lr):
     return lr / 1.5 if kl > 2 * target_kl else lr * 1.5 if kl < target_kl / 2 else lr
 
 
+def _no_floor_lr(lr, kl, target_kl, max_lr):
+    return min(_unbounded_lr(lr, kl, target_kl, max_lr), max_lr)
+
+
+def _no_ceiling_lr(lr, kl, target_kl, max_lr):
+    return max(_unbounded_lr(lr, kl, target_kl, max_lr), 1e-5)
+
+
 MISTAKES = {  # name: [(the mistake in words, a wrong version)]
     "discounted_returns": [
         ("no reset at an episode's end: G flows back across it", _no_reset),
         ("not reward-to-go: every step gets the episode's whole return", _not_reward_to_go),
         ("last_value ignored: a cut-off return is not bootstrapped", _no_bootstrap),
         ("gamma multiplies r_t too: G_t = gamma (r_t + G_{t+1})", _gamma_on_r),
+        ("reset one step early: the step that ends an episode loses its own reward", _reset_after),
     ],
     "reinforce_loss": [
         (
@@ -636,6 +1092,10 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
         ),
         ("a sum where the mean belongs", lambda lp, g: -(lp * g).sum()),
         ("probabilities where log-probabilities belong", lambda lp, g: -(lp.exp() * g).mean()),
+        (
+            "the log-probabilities detached: no gradient reaches the policy",
+            lambda lp, g: -(lp.detach() * g).mean(),
+        ),
     ],
     "vpg_loss": [
         ("the advantage is not detached, so the policy loss moves the critic", _not_detached),
@@ -644,6 +1104,10 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
         (
             "the value loss not squared: mean |G - V|",
             lambda lp, v, g: (-(lp * (g - v).detach()).mean(), (g - v).abs().mean()),
+        ),
+        (
+            "the values detached in the value loss: the critic never learns",
+            lambda lp, v, g: (-(lp * (g - v).detach()).mean(), ((g - v.detach()) ** 2).mean()),
         ),
     ],
     "ppo_loss": [
@@ -654,6 +1118,10 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
             "the sign: maximized where it must be minimized",
             lambda n, o, a, e: script("ppo").ppo_loss(n, o, a, e).neg(),
         ),
+        (
+            "the min taken over the two ratios, then times A: where A < 0 it keeps the wrong one",
+            _min_of_ratios,
+        ),
     ],
     "value_loss": [
         ("min where the clipped value loss needs max", _min_vloss),
@@ -663,6 +1131,10 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
             lambda v, r, o=None, e=None: script("ppo_gae").value_loss(v, r, o, e) * len(v),
         ),
         ("not squared: mean |G - V|", lambda v, r, o=None, e=None: (r - v).abs().mean()),
+        (
+            "half the mean squared error: here --vf-coef weighs it, not a 1/2 inside",
+            lambda v, r, o=None, e=None: script("ppo_gae").value_loss(v, r, o, e) / 2,
+        ),
     ],
     "compute_gae": [
         (
@@ -683,47 +1155,120 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
             "the mean over the action dimensions, where the sum belongs",
             lambda s, x, a=None: _gaussian(s, x, a, reduce="mean"),
         ),
+        (
+            "x normalized a second time: it comes normalized already (train() does it)",
+            lambda s, x, a=None: _gaussian(s, x, a, again=True),
+        ),
+        (
+            "the mean detached: no gradient reaches the actor's layers",
+            lambda s, x, a=None: _gaussian(s, x, a, detach=("mean",)),
+        ),
+        (
+            "sigma detached: no gradient reaches actor_logstd",
+            lambda s, x, a=None: _gaussian(s, x, a, detach=("std",)),
+        ),
+        (
+            "V(x) detached: the value loss cannot train the critic",
+            lambda s, x, a=None: _gaussian(s, x, a, detach=("value",)),
+        ),
     ],
     "RunningNorm.update": [
         ("the batch's statistics replace the running ones: earlier batches forgotten", _overwrite),
         ("the variances averaged: the spread between the batch means left out", _mean_of_vars),
+        (
+            "the batch variance with Bessel's correction, x.var(0): NaN for a batch of one row"
+            " (one env), and not the running statistics' own variance",
+            _bessel,
+        ),
     ],
     "adapted_lr": [
         ("raised where the policy moved too far, lowered where too little", _swapped_lr),
         ("not kept in [1e-5, max_lr]", _unbounded_lr),
+        ("no floor: it falls below 1e-5", _no_floor_lr),
+        ("no ceiling: it rises above max_lr", _no_ceiling_lr),
     ],
 }
 
 
+# ---- comparing answers ------------------------------------------------------------------------
+RTOL = 1e-4  # relative to each value
+FLOOR = 1e-5  # absolute floor, times the size of the numbers: the case's scale or its largest
+
+
 def as_lists(value):
     """A case's value, tensors as lists of floats, so it can be compared and printed."""
+    if isinstance(value, dict):
+        return {key: as_lists(v) for key, v in value.items()}
     if isinstance(value, (tuple, list)) and not all(isinstance(v, (int, float)) for v in value):
         return tuple(as_lists(v) for v in value)
     if isinstance(value, torch.Tensor):
         return value.detach().float().tolist()
     if isinstance(value, np.ndarray):
         return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
     return value
 
 
-def close(got, expected, rtol=1e-4, atol=1e-5):
-    """Same structure, shape and numbers (to rtol, atol); NaN never matches."""
+def numbers(value):
+    """The numbers of a (nested) list and its shape, or None if it is not one."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return None
+    if isinstance(value, (int, float)):
+        return [float(value)], ()
+    if not isinstance(value, (list, tuple)):
+        return None
+    if not value:
+        return [], (0,)
+    inner = [numbers(v) for v in value]
+    if any(i is None for i in inner) or len({shape for _, shape in inner}) != 1:
+        return None
+    return [x for flat, _ in inner for x in flat], (len(value), *inner[0][1])
+
+
+def close(got, expected, rtol=RTOL, scale=1.0, nan=False):
+    """Same structure, shape and numbers, each to rtol of its size plus a floor of FLOOR times
+    the size of the numbers (the largest expected one, or `scale` if larger); NaN never
+    matches (nan: NaN matches NaN, to compare two answers)."""
     got, expected = as_lists(got), as_lists(expected)
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+    if isinstance(expected, str):
+        return got == expected
+    if isinstance(expected, dict):
+        return (
+            isinstance(got, dict)
+            and got.keys() == expected.keys()
+            and all(close(got[k], expected[k], rtol, scale, nan) for k in expected)
+        )
+    want, have = numbers(expected), numbers(got)
+    if want is None:  # a tuple of parts
+        if not isinstance(got, tuple) or len(got) != len(expected):
             return False
-        return all(close(g, e, rtol, atol) for g, e in zip(got, expected, strict=True))
-    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return all(close(g, e, rtol, scale, nan) for g, e in zip(got, expected, strict=True))
+    if have is None or have[1] != want[1]:
         return False
-    return math.isfinite(got) and abs(got - expected) <= atol + rtol * abs(expected)
+    floor = FLOOR * max([scale, *(abs(e) for e in want[0] if math.isfinite(e))])
+    return all(
+        (math.isfinite(g) and abs(g - e) <= rtol * abs(e) + floor)
+        or (nan and math.isnan(g) and math.isnan(e))
+        for g, e in zip(have[0], want[0], strict=True)
+    )
 
 
-def mistake(name, case, got):
-    """The known mistake whose answer to this case is `got`, in words, else None."""
+def same(one, other, scale=1.0):
+    """Whether two answers to a case agree: both returned close values, or both raised the
+    same error."""
+    if one[0] == "raised" or other[0] == "raised":
+        return one == other
+    return close(one[1], other[1], scale=scale, nan=True)
+
+
+def mistake(name, case_list, answers, attempt):
+    """The known mistake whose answers equal the student's on every case, in words, else None.
+    answers: the student's, one (kind, value) per case, as attempt(case, fn) gives them."""
     for words, wrong in MISTAKES.get(name, []):
-        try:
-            if close(got, case.call(wrong)):
-                return words
-        except Exception:  # a wrong version that does not apply to this case
-            continue
+        if all(
+            same(attempt(case, wrong), answer, case.scale)
+            for case, answer in zip(case_list, answers, strict=True)
+        ):
+            return words
     return None

@@ -141,7 +141,10 @@ INTRO = """# Exercises: write the ladder, then watch it learn
 One section per rung of this repository's ladder. Fill in each function (its signature and
 docstring are the script's own), run the check cell below it, then the training cell: it trains
 the script's own `train()` with your function in place, and prints how the returns moved. A right
-answer learns; a wrong one visibly does not.
+answer learns as the script does; a wrong one learns worse, or its run stops with one line that
+says why, followed by the grader's line for your function. Each rung's functions live in a
+namespace of their own (the last line of each cell you fill in, `ppo.value_loss = value_loss`, puts
+yours there; keep it), so ppo's `value_loss` is never ppo_gae's.
 
 - **Open it** from a clone of this repository in Jupyter (`pip install -r requirements.txt
   jupyter`, then `jupyter notebook exercises.ipynb`); or in Colab, by uploading the repository's
@@ -167,12 +170,17 @@ else:
     sys.path[:0] = [str(root), str(root / "exercises")]
 QUICK = os.environ.get("NOTEBOOK_QUICK") == "1"  # CI: every run cut short"""
 IMPORTS = """%matplotlib inline
+from types import SimpleNamespace
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn as nn
 from check import notebook_check, notebook_train
 from torch.distributions import Categorical, Normal
+
+# Each rung's functions, in a namespace of their own: ppo.value_loss is not ppo_gae.value_loss
+reinforce, vpg, ppo, ppo_gae, ppo_continuous = (SimpleNamespace() for _ in range(5))
 
 
 def curve(result, title):
@@ -229,9 +237,11 @@ def notebook():
                 cells.append(cell("code", part.strip()))
                 continue
             grade_id = f"{rung}-{name}"
-            cells.append(cell("code", marked(part.strip()), **nbgrader(grade_id, solution=True)))
+            keep = f"{rung}.{name} = {name}  # yours, in {rung}'s namespace"
+            solution = marked(part.strip()) + "\n\n\n" + keep
+            cells.append(cell("code", solution, **nbgrader(grade_id, solution=True)))
             for exercise_name in names:
-                check = f'notebook_check("{rung}", "{exercise_name}", globals())'
+                check = f'notebook_check("{rung}", "{exercise_name}", {rung})'
                 cells.append(
                     cell(
                         "code",
@@ -239,7 +249,7 @@ def notebook():
                         **nbgrader(f"check-{rung}-{exercise_name.replace('.', '__')}", points=1),
                     )
                 )
-        train = f'result = notebook_train("{rung}", globals(), QUICK)\ncurve(result, "{rung}.py")'
+        train = f'result = notebook_train("{rung}", {rung}, QUICK)\ncurve(result, "{rung}.py")'
         cells.append(cell("code", train))
     for number, each in enumerate(cells):
         each["id"] = f"cell-{number}"

@@ -29,7 +29,7 @@ class RunningNorm(nn.Module):
         self.register_buffer("count", torch.tensor(1e-4))
 
     def update(self, x):
-        """Merge the batch x (B, *shape) into the statistics (Chan et al.'s parallel update)."""
+        """Merge x, float32 (B, *shape), into the statistics (Chan et al.'s parallel update)."""
         raise NotImplementedError(
             "merge the batch's mean and variance into the running ones, weighted by counts"
         )
@@ -69,7 +69,8 @@ class Agent(nn.Module):
 
     def get_action_and_value(self, x, action=None):
         """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy, V(x)).
-        Log-prob and entropy of the independent action dimensions add up."""
+        Log-prob and entropy (B,) of the independent action dimensions add up; V(x) is (B, 1).
+        x: float32 (B, obs_dim), normalized already; action: None or float32 (B, action_dim)."""
         raise NotImplementedError(
             "a Normal(mean, exp(logstd)); sum log-prob and entropy over the last dim"
         )
@@ -77,7 +78,8 @@ class Agent(nn.Module):
 
 def adapted_lr(lr, kl, target_kl, max_lr):
     """The step size that keeps each update's KL(pi_old, pi) near target_kl: lr / 1.5 if
-    kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, else lr; kept in [1e-5, max_lr]."""
+    kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, else lr; kept in [1e-5, max_lr].
+    All four are Python floats, and so is the step size returned."""
     raise NotImplementedError(
         "/ 1.5 above 2 target_kl, * 1.5 below target_kl / 2, kept in [1e-5, max_lr]"
     )
