@@ -169,6 +169,25 @@ def train(args):
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
+    def gradients(mb_obs, mb_actions, mb_logprobs, mb_advantages, mb_returns, mb_values, ent_coef):
+        """L = L_clip + c_V L_V - c_H H on a minibatch, one loss for actor and critic, and its
+        gradients, clipped to a global norm. Returns L, its three terms and the new log-probs."""
+        _, newlogprobs, entropy, newvalues = agent.get_action_and_value(mb_obs, mb_actions)
+        if args.normalize_advantages and len(mb_advantages) > 1:  # to N(0, 1); 1 sample: 0
+            std = mb_advantages.std(correction=0)
+            mb_advantages = (mb_advantages - mb_advantages.mean()) / (std + 1e-8)
+        policy_loss = ppo_loss(newlogprobs, mb_logprobs, mb_advantages, args.clip_coef)
+        old_values = mb_values if args.clip_vloss else None
+        v_loss = value_loss(newvalues.flatten(), mb_returns, old_values, args.clip_coef)
+        loss = policy_loss - ent_coef * entropy.mean() + args.vf_coef * v_loss
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+        return loss, policy_loss, v_loss, entropy, newlogprobs.detach()
+
+    # --compile: gradients() as one compiled program, its backward pass too (docs/results.md)
+    gradients = torch.compile(gradients, dynamic=True) if args.compile else gradients
+
     # Rollout storage, time-major: (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
     obs = torch.zeros(shape + envs.single_observation_space.shape, device=device)
@@ -230,32 +249,18 @@ def train(args):
             # Keep the policy's own steps, not gymnasium's reset steps.
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
+            batch = b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values  # gradients'
             clipfracs = []
             for _ in range(args.update_epochs):
                 kls = []  # approx KL(pi_old, pi) before each minibatch step of this epoch
                 # Without reset steps the batch can be smaller than num_envs x num_steps.
                 shuffled = torch.randperm(len(b_obs), device=device)
                 for mb in shuffled.tensor_split(min(args.num_minibatches, len(b_obs))):
-                    _, newlogprobs, entropy, newvalues = agent.get_action_and_value(
-                        b_obs[mb], b_actions[mb]
+                    minibatch = [x[mb] for x in batch]
+                    loss, policy_loss, v_loss, entropy, newlogprobs = gradients(
+                        *minibatch, ent_coef
                     )
-                    mb_advantages = b_advantages[mb]
-                    if args.normalize_advantages and len(mb) > 1:  # to N(0, 1); 1 sample: 0
-                        std = mb_advantages.std(correction=0)
-                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (std + 1e-8)
-                    policy_loss = ppo_loss(
-                        newlogprobs, b_logprobs[mb], mb_advantages, args.clip_coef
-                    )
-                    old_values = b_values[mb] if args.clip_vloss else None
-                    v_loss = value_loss(
-                        newvalues.flatten(), b_returns[mb], old_values, args.clip_coef
-                    )
-                    # L = L_clip + c_V L_V - c_H H: one loss, one step for actor and critic
-                    loss = policy_loss - ent_coef * entropy.mean() + args.vf_coef * v_loss
-                    check_finite(loss, iteration, run)
-                    optimizer.zero_grad()
-                    loss.backward()
-                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    check_finite(loss, iteration, run)  # before the step reaches the weights
                     optimizer.step()
                     with torch.no_grad():  # how far the policy has moved from pi_old
                         logratio = newlogprobs - b_logprobs[mb]
@@ -307,6 +312,12 @@ def set_up(args):
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
         print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
+    try:  # --compile needs a backend and a C++ compiler (on a GPU, Triton): a tiny compile first
+        if args.compile:
+            torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
+    except Exception as error:  # the run goes on eager, as --cuda does on the CPU
+        args.compile, why = False, str(error).strip().splitlines()[0]
+        print(f"{SCRIPT}: warning: --compile cannot work here, so eager: {why}", file=sys.stderr)
     run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     return device, args.run_dir or f"runs/{run_name}"
 
@@ -363,6 +374,7 @@ def parse_args(argv=None):
     arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
     arg("--lr-target-kl", type=positive_float, default=None, help="adapt lr (<= start) to this KL")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
+    arg("--compile", action="store_true", help="torch.compile the update: pays from ~100k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")

@@ -84,6 +84,9 @@ def train(args):
     eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
+    score = agent.get_action  # log pi(a|s) of a batch, in the update
+    if args.compile:  # --compile: its forward and backward passes compiled (docs/results.md)
+        score = torch.compile(score, dynamic=True)
     run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints, --resume, --load-model
     global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
     seed = args.seed + global_step  # of the first reset; resumed: new episodes, not old
@@ -126,7 +129,7 @@ def train(args):
                 b_returns = (b_returns - b_returns.mean()) / (b_returns.std(correction=0) + 1e-8)
 
             # One gradient step on the whole batch.
-            _, logprobs, entropy = agent.get_action(b_obs, b_actions)
+            _, logprobs, entropy = score(b_obs, b_actions)
             loss = reinforce_loss(logprobs, b_returns)
             check_finite(loss, iteration, run)
             optimizer.zero_grad()
@@ -163,6 +166,12 @@ def set_up(args):
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
         print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
+    try:  # --compile needs a backend and a C++ compiler (on a GPU, Triton): a tiny compile first
+        if args.compile:
+            torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
+    except Exception as error:  # the run goes on eager, as --cuda does on the CPU
+        args.compile, why = False, str(error).strip().splitlines()[0]
+        print(f"{SCRIPT}: warning: --compile cannot work here, so eager: {why}", file=sys.stderr)
     run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     return device, args.run_dir or f"runs/{run_name}"
 
@@ -202,6 +211,7 @@ def parse_args(argv=None):
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
     arg("--normalize-returns", action=on_off, default=True, help="G_t to mean 0, std 1 per batch")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
+    arg("--compile", action="store_true", help="torch.compile the update: pays from ~100k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")

@@ -108,6 +108,9 @@ def train(args):
     # One Adam for both networks: a policy step only has gradients in the actor and a
     # value step only in the critic, and Adam skips parameters that have none.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
+    score = agent.get_action_and_value  # log pi(a|s) of a batch and V(s), in the update
+    if args.compile:  # --compile: its forward and backward passes compiled (docs/results.md)
+        score = torch.compile(score, dynamic=True)
 
     # Rollout storage, time-major: (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
@@ -163,14 +166,14 @@ def train(args):
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_values = values[valid]
             for _ in range(args.train_pi_iters):
-                _, newlogprobs, entropy, newvalues = agent.get_action_and_value(b_obs, b_actions)
+                _, newlogprobs, entropy, newvalues = score(b_obs, b_actions)
                 policy_loss, _ = vpg_loss(newlogprobs, newvalues.flatten(), b_returns)
                 check_finite(policy_loss, iteration, run)
                 optimizer.zero_grad()
                 policy_loss.backward()
                 optimizer.step()
             for _ in range(args.train_v_iters):
-                _, newlogprobs, entropy, newvalues = agent.get_action_and_value(b_obs, b_actions)
+                _, newlogprobs, entropy, newvalues = score(b_obs, b_actions)
                 _, v_loss = vpg_loss(newlogprobs, newvalues.flatten(), b_returns)
                 check_finite(v_loss, iteration, run)
                 optimizer.zero_grad()
@@ -210,6 +213,12 @@ def set_up(args):
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
         print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
+    try:  # --compile needs a backend and a C++ compiler (on a GPU, Triton): a tiny compile first
+        if args.compile:
+            torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
+    except Exception as error:  # the run goes on eager, as --cuda does on the CPU
+        args.compile, why = False, str(error).strip().splitlines()[0]
+        print(f"{SCRIPT}: warning: --compile cannot work here, so eager: {why}", file=sys.stderr)
     run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     return device, args.run_dir or f"runs/{run_name}"
 
@@ -251,6 +260,7 @@ def parse_args(argv=None):
     arg("--train-pi-iters", type=positive_int, default=1, help="policy steps per rollout")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
+    arg("--compile", action="store_true", help="torch.compile the update: pays from ~100k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
