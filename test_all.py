@@ -33,6 +33,9 @@ Layout, one section per kind of check:
      time limit and its folder table; an exercise file training its script; exercises.ipynb as
      committed, filled from the scripts, and released and autograded by nbgrader; no placeholder
      links.
+ 19. the courses' own numbers (../shared/COURSES.md): the CartPole homework's three loss tests,
+     on the scripts' functions and in the grader; the line world as the course ran it
+     (benchmarks/line_world.py --course); the answers in words of exercises.ipynb.
 A new script joins by an entry in SCRIPTS (and in the family lists it belongs to), plus a
 subsection in 1 for the functions only it has.
 """
@@ -2499,6 +2502,35 @@ def test_race_reads_logs_finds_levels_and_tabulates(tmp_path):
     assert rows["| 30"] == "| 30 | 12 s (1,300) / — | — |"  # the peer never gets there
 
 
+def test_compile_race_tabulates_compiled_against_eager_and_the_old_race(tmp_path):
+    """benchmarks/compile_race.py on made-up runs of Hopper (figure 2609): the compiled run
+    is twice as fast in seconds; the old race's ours / rl-zoo3 ratio is halved with it."""
+    from benchmarks import compile_race
+
+    def run(seconds_per_episode, slope=200.0):  # 20 episodes then a return that climbs
+        return [[1000 * (i + 1), seconds_per_episode * (i + 1), slope * i] for i in range(40)]
+
+    def record(episodes):
+        return {"returncode": 0, "wall_s": episodes[-1][1], "episodes": episodes}
+
+    folders = {}
+    for name, episodes in [("eager", run(2.0)), ("compile", run(1.0))]:
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        raw = {"Hopper-v5": {"1": {"ours": record(episodes)}}}
+        (folders[name] / "raw.json").write_text(json.dumps(raw))
+    (tmp_path / "race").mkdir()  # another day's race: ours as the eager run, the peer 4x slower
+    old = {"ours": record(run(2.0)), "peer": record(run(8.0))}
+    (tmp_path / "race" / "raw.json").write_text(json.dumps({"Hopper-v5": {"1": old}}))
+    argv = ["--out", str(folders["compile"]), "--eager", str(folders["eager"])]
+    compile_race.main([*argv, "--race", str(tmp_path / "race")])
+    lines = (folders["compile"] / "table.md").read_text().splitlines()
+    assert "| 1 | 80, 40 (0.50) | —, — |" in lines  # to the last episode; no evaluation logged
+    # The mean of the last 20, 200 (i - 9.5), passes 652.2 at once at i = 19: eager 40 s,
+    # compiled 20 s, the peer 160 s: ratios 0.50, then 0.25, then 0.125 with the compile.
+    assert "| 652.2 | 0.50 (0.50-0.50) | 0.25 (0.25-0.25) | 0.12 (0.12-0.12) |" in lines
+
+
 def test_race_sets_r_beside_its_variants_from_run_py_folders(tmp_path):
     """race.py --variants: R's runs from the race's raw.json, its variants' from a run.py
     folder (a failed run left out), tabulated at 25-100% of Hopper's 2609; the variants.json it
@@ -3627,12 +3659,14 @@ def test_the_scripts_pass_every_check_and_blanks_are_not_written_yet(rung, tmp_p
     assert code == 0 and lines[-1] == f"{len(names)} of {len(names)} {functions}", lines
     for name, line in zip(names, lines[:-1], strict=True):  # hand-worked cases, then random
         counts = re.fullmatch(
-            rf"✓ {re.escape(name)}: (\d+) cases passed \((\d+) worked by hand, (\d+) on random "
+            rf"✓ {re.escape(name)}: (\d+) cases passed \((\d+) worked by hand, "
+            rf"(?:(1) the CartPole course's own test, )?(\d+) on random "
             rf"inputs against {rung}\.py's own\)",
             line,
         )
-        assert counts and int(counts[2]) >= 1 and int(counts[3]) >= 3, line
-        assert int(counts[1]) == int(counts[2]) + int(counts[3])
+        assert counts and int(counts[2]) >= 1 and int(counts[4]) >= 3, line
+        assert int(counts[1]) == int(counts[2]) + int(counts[3] or 0) + int(counts[4])
+        assert bool(counts[3]) == (name in ("reinforce_loss", "vpg_loss", "ppo_loss")), line
     code, lines = grade(rung, ROOT / "exercises" / f"{rung}.py", capsys)
     assert code == 1 and lines == [f"· {name}: not written yet" for name in names] + [
         f"0 of {len(names)} {functions}"
@@ -4850,7 +4884,7 @@ def solved_notebook():
     nb = nbformat.read(EXERCISES_NOTEBOOK, as_version=4)
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
+        if meta.get("solution") and cell.cell_type == "code":  # not the answers in words
             rung, name = meta["grade_id"].split("-", 1)
             source = exercise_maker.exercise(rung, solved=True)
             tops = exercise_maker.ast.parse(source).body
@@ -4931,6 +4965,7 @@ def test_each_rung_of_the_exercises_notebook_keeps_its_functions_apart(capsys):
     assert list(inspect.signature(kernel["ppo"].value_loss).parameters) == ["values", "returns"]
     (cell,) = [c.source for c in nb.cells if c.source.startswith('notebook_check("ppo", "value')]
     assert cell == 'notebook_check("ppo", "value_loss", ppo)'
+    capsys.readouterr()  # what the cells worked by hand printed
     assert grader.notebook_check("ppo", "value_loss", kernel["ppo"]) is None  # no bare True
     line = capsys.readouterr().out
     assert line.startswith("✓ value_loss: 4 cases passed") and "against ppo.py's own" in line
@@ -4979,9 +5014,16 @@ def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monke
     assert api.generate_assignment("hw")["success"]
     released = nbformat.read(course / "release" / "hw" / "exercises.ipynb", as_version=4)
     solution = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("solution")]
-    assert len(solution) == 10 and all(
-        '"""' in c.source and "NotImplementedError" in c.source for c in solution
+    code = [c for c in solution if c.cell_type == "code"]
+    assert len(code) == 10 and all(
+        '"""' in c.source and "NotImplementedError" in c.source for c in code
     )
+    # the answers in words: one "predict, then run" a rung and its questions, manually graded,
+    # a point each; released with nbgrader's stub where the model answer was
+    words = [c for c in solution if c.cell_type == "markdown"]
+    manual = 5 + sum(len(q) for q in exercise_maker.QUESTIONS.values())
+    assert len(words) == manual == 19 and all(c.metadata.nbgrader.points == 1 for c in words)
+    assert all("YOUR ANSWER HERE" in c.source and "model answer" not in c.source for c in words)
     for student, nb in (("solved", solved_notebook()), ("blank", released)):
         folder = course / "submitted" / student / "hw"
         folder.mkdir(parents=True)
@@ -4992,7 +5034,8 @@ def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monke
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         scores = {s: gradebook.find_submission("hw", s).score for s in ("solved", "blank")}
         total = gradebook.find_assignment("hw").max_score
-    assert total == 10 and scores == {"solved": 10, "blank": 0}, scores
+    # autograde scores the 10 checks; the 19 answers in words wait for a teacher (0 until then)
+    assert total == 10 + manual and scores == {"solved": 10, "blank": 0}, scores
 
 
 def test_no_link_points_at_a_placeholder():
@@ -5001,3 +5044,162 @@ def test_no_link_points_at_a_placeholder():
     for path in pages:
         text = path.read_text()
         assert not re.search(r"OWNER/REPO|github\.com/(owner|user|USERNAME|OWNER)/", text), path
+
+
+# ----------------------------------------------------------------------------------------------
+# 19. The courses' own numbers (../shared/COURSES.md): the CartPole homework's tests (C1), the
+#     line world as the course ran it (C3), the questions in words
+# ----------------------------------------------------------------------------------------------
+
+
+def test_the_homework_tests_hold_on_the_scripts_own_functions():
+    """C1's three losses on its data, through reinforce_loss, vpg_loss and ppo_loss (with ppo.py's
+    value_loss): its values, to its absolute tolerance; its data as it describes it."""
+    hw = exercise_cases.HOMEWORK
+    own = dict(reinforce=reinforce.reinforce_loss, vpg=vpg.vpg_loss, ppo=ppo.ppo_loss)
+    got = {r: float(exercise_cases.homework_loss(r, fn).detach()) for r, fn in own.items()}
+    for rung, value in got.items():
+        assert abs(value - hw[rung]) < hw["tolerance"], (rung, value)
+    # the same numbers from the course's formulas, written out here on its own data
+    d = exercise_cases.homework_data()
+    assert float(-(d["log_probs"] * d["returns"]).mean()) == pytest.approx(got["reinforce"])
+    with torch.no_grad():
+        a = d["returns"] - d["value"](d["states"]).squeeze(-1)
+        assert float((a**2).mean() - (d["log_probs"] * a).mean()) == pytest.approx(got["vpg"])
+        d = exercise_cases.homework_data(ppo=True)
+        a = d["returns"] - d["value"](d["states"]).squeeze(-1)
+        new = torch.distributions.Categorical(logits=d["policy"](d["states"])).log_prob(
+            d["actions"]
+        )
+        ratio = (new - d["log_probs"]).exp()
+        surrogate = torch.min(ratio * a, ratio.clamp(0.9, 1.1) * a)
+        assert float(-surrogate.mean() + (a**2).mean()) == pytest.approx(got["ppo"])
+    # its data: one action (all 0, so the new log-prob is 0), flags in {0, 1}, PPO's returns in
+    # [-1, 1); and the draws after the seed are the course's, in its order
+    assert (d["actions"] == 0).all() and (new == 0).all()
+    assert set(d["not_dones"].unique().tolist()) == {0, 1}
+    assert d["returns"].min() < 0 < d["returns"].max() and d["returns"].abs().max() < 1
+    torch.manual_seed(0)
+    assert torch.equal(d["states"], torch.rand(10, 5, 4))
+    # the rounded values need the course's absolute tolerance: to the grader's relative one,
+    # vpg.py's own 0.061841 is not 0.0618
+    assert not exercise_cases.close(got["vpg"], hw["vpg"])
+    assert exercise_cases.close(got["vpg"], hw["vpg"], tolerance=hw["tolerance"])
+
+
+def test_the_grader_runs_the_homework_tests_as_the_courses_own():
+    """One case each for reinforce_loss, vpg_loss and ppo_loss, named as the course's, that a
+    wrong loss fails: a sign, a baseline left out, the clip left out."""
+    for rung, name in (("reinforce", "reinforce_loss"), ("vpg", "vpg_loss"), ("ppo", "ppo_loss")):
+        (case,) = [c for c in exercise_cases.EXERCISES[rung][name][0]() if c.kind == "course"]
+        assert "course's own test" in case.label and case.tolerance == 1e-4
+        assert case.expected == exercise_cases.HOMEWORK[rung]
+        right = grader.attempt(case, exercise_cases.own(rung, name))
+        assert grader.passes(case, right), right
+        ok, line = grader.check(rung, name, exercise_cases.own(rung, name))
+        assert ok and "1 the CartPole course's own test" in line, line
+
+    def case(rung, name):
+        (found,) = [c for c in exercise_cases.EXERCISES[rung][name][0]() if c.kind == "course"]
+        return found
+
+    def wrong_sign(logprobs, returns):
+        return (logprobs * returns).mean()
+
+    def no_baseline(logprobs, values, returns):
+        return -(logprobs * returns).mean(), ((returns - values) ** 2).mean()
+
+    def no_clip(new_logprobs, old_logprobs, advantages, clip_coef):
+        return -((new_logprobs - old_logprobs).exp() * advantages).mean()
+
+    for rung, name, wrong in (
+        ("reinforce", "reinforce_loss", wrong_sign),
+        ("vpg", "vpg_loss", no_baseline),
+        ("ppo", "ppo_loss", no_clip),
+    ):
+        c = case(rung, name)
+        kind, got = grader.attempt(c, wrong)
+        assert kind == "ok" and abs(got - c.expected) > 1e-3 and not grader.passes(c, (kind, got))
+
+
+def test_line_world_as_the_course_ran_it_from_the_scripts_own_pieces():
+    """benchmarks/line_world.py --course: the course's networks in the script's own Agent, its
+    losses (the critic's x 0.01), batches of 4 whole episodes; judged as the course judged."""
+    from types import SimpleNamespace
+
+    from benchmarks import line_world as bench
+
+    assert bench.COURSE == dict(
+        episodes=2_000,
+        episodes_per_batch=4,
+        epochs=8,
+        minibatch=64,
+        hidden=16,
+        critic_coef=0.01,
+        gamma=0.99,
+        clip_coef=0.2,
+    )
+    assert [(s, lr, rate, reward) for _, s, lr, rate, reward in bench.COURSE_RUNS] == [
+        ("reinforce", 1e-3, 51, -0.035),
+        ("vpg", 1e-3, 100, 0.0),
+        ("vpg", 4e-3, 12, -0.318),
+        ("ppo", 4e-3, 100, 0.0),
+    ]
+    agent = bench.course_agent(vpg, 16)
+    assert type(agent) is vpg.Agent
+    assert [type(m) for m in agent.actor] == [torch.nn.Linear, torch.nn.ReLU, torch.nn.Linear]
+    assert agent.actor[0].weight.shape == (16, 2) and agent.actor[2].weight.shape == (3, 16)
+    assert agent.critic[2].weight.shape == (1, 16)
+    # the losses: the script's own, the critic's times 0.01
+    logprobs, values = torch.tensor([-1.0, -2.0]), torch.tensor([1.0, 3.0])
+    returns = torch.tensor([2.0, 1.0])  # A = (1, -2): policy -1.5, value 2.5 (section 1)
+    loss = bench.course_loss(vpg, "vpg", logprobs, values, returns, None, None)
+    assert loss.item() == pytest.approx(-1.5 + 0.01 * 2.5)
+    old = torch.tensor([-1.0, -2.0])
+    loss = bench.course_loss(ppo, "ppo", logprobs, values, returns, old, returns - values)
+    assert loss.item() == pytest.approx(0.5 + 0.01 * 2.5)  # ratio 1: -mean(A) = -(1 - 2) / 2
+    loss = bench.course_loss(reinforce, "reinforce", logprobs, None, returns, None, None)
+    assert loss.item() == pytest.approx(2.0)  # -((-1)(2) + (-2)(1)) / 2
+    # 8 episodes: 2 batches of 4, 20 steps each, every reward <= 0; the same seed, the same run
+    agent, played = bench.course_train("ppo", 4e-3, seed=3, episodes=8)
+    again = bench.course_train("ppo", 4e-3, seed=3, episodes=8)[1]
+    assert len(played) == 8 and played == again and all(-20 <= r <= 0 for r in played)
+
+    # judged: the perfect policy ends on the target with reward 0 every time, greedy or sampled
+    def towards_the_target(obs):  # logits of (-1, stay, +1) from [target, position]
+        gap = obs[..., 0] - obs[..., 1]
+        move = torch.where(gap > 1e-6, 2, torch.where(gap < -1e-6, 0, 1))
+        return 50 * torch.nn.functional.one_hot(move, 3).float()  # sampled: the same move
+
+    perfect = SimpleNamespace(actor=towards_the_target)
+    for greedy in (True, False):
+        successes, finals = bench.judged(perfect, 20, greedy)
+        assert successes == [True] * 20 and finals == [0.0] * 20
+    # the committed table is the one its raw.json gives
+    folder = ROOT / "benchmarks" / "results" / "line_world" / "course"
+    raw = json.loads((folder / "raw.json").read_text())
+    assert (folder / "table.md").read_text() == bench.make_course_table(raw)
+    assert len(raw["results"]) == 40 and raw["seeds"] == list(range(1, 11))
+
+
+def test_the_exercises_questions_in_words_are_listed_for_teachers():
+    """Each rung of exercises.ipynb: a "predict, then run" before its run and 2 or 3 questions
+    after it, each a manually graded answer cell whose model answer sits in the solution region;
+    exercises/README.md lists every question as the notebook asks it."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(EXERCISES_NOTEBOOK, as_version=4)
+    readme = " ".join((ROOT / "exercises" / "README.md").read_text().split())
+    for rung in exercise_cases.EXERCISES:
+        questions = exercise_maker.QUESTIONS[rung]
+        assert 2 <= len(questions) <= 3
+        for question, model in [exercise_maker.PREDICT[rung], *questions]:
+            assert " ".join(question.split()) in readme, question
+            (i,) = [k for k, c in enumerate(nb.cells) if c.source.endswith(question)]
+            answer = nb.cells[i + 1]
+            meta = answer.metadata["nbgrader"]
+            assert answer.cell_type == "markdown" and meta["solution"] and meta["points"] == 1
+            region = answer.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            assert model in region
+        (run,) = [k for k, c in enumerate(nb.cells) if f'notebook_train("{rung}"' in c.source]
+        assert nb.cells[run - 2].source.startswith("**Predict, then run")
+        assert nb.cells[run - 1].metadata["nbgrader"]["grade_id"] == f"predict-{rung}"

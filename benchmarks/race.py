@@ -29,6 +29,17 @@ seconds to each level and the mean return at the end, which docs/lessons.md's le
 `--sides peer` runs only the peer's queue: a second one, under `taskset -c 0` and with an --out
 of its own, beside a race whose own side is done. Runs already in OUT/raw.json are kept (one that
 failed is run again); a peer that fails says so in one line and the others go on.
+
+`--compile` races ppo_continuous.py --compile. With `--sides ours`, our runs go in two queues, a
+core each (both cores busy, as in a race), against the peer's runs kept in OUT/raw.json: copy a
+race's raw.json there without its own side's runs, and the peer need not run again. `--core N`
+puts one queue on core N: two such, eager and compiled, time the two side by side.
+
+    python benchmarks/race.py --env-id HalfCheetah-v5 Hopper-v5 Walker2d-v5 --seeds 1 2 3 \
+        --compile --eval-episodes 10 --sides ours --core 0 \
+        --out benchmarks/results/mujoco_vs_sb3/race_compile &
+    python benchmarks/race.py --env-id HalfCheetah-v5 Hopper-v5 Walker2d-v5 --seeds 1 2 3 \
+        --eval-episodes 10 --sides ours --core 1 --out benchmarks/results/mujoco_vs_sb3/race_eager
 """
 
 import argparse
@@ -63,6 +74,9 @@ def parse_args(argv=None):
     p.add_argument("--table", action="store_true", help="only the table and picture, from raw.json")
     p.add_argument("--python", default=sys.executable, help="the interpreter of both runs")
     p.add_argument("--sides", nargs="+", choices=SIDES, default=SIDES, help="the queues to run")
+    p.add_argument("--compile", action="store_true", help="ours with --compile")
+    p.add_argument("--eval-episodes", default="0", help="ours: greedy episodes after training")
+    p.add_argument("--core", type=int, help="one queue of the sides given, on this core")
     p.add_argument(
         "--variants",
         nargs="+",
@@ -158,8 +172,8 @@ def command(args, env_id, seed, side, folder):
         return cmd + [str(args.total_timesteps), str(folder / "peer.jsonl")]
     cmd = [args.python, str(HERE.parent / "ppo_continuous.py"), "--env-id", env_id]
     cmd += ["--seed", str(seed), "--total-timesteps", str(args.total_timesteps)]
-    cmd += ["--run-dir", str(folder / "ours"), "--eval-episodes", "0"]
-    return cmd + shlex.split(mujoco_suite.R)
+    cmd += ["--run-dir", str(folder / "ours"), "--eval-episodes", args.eval_episodes]
+    return cmd + shlex.split(mujoco_suite.R) + (["--compile"] if args.compile else [])
 
 
 def run_side(args, env_id, seed, side, core):
@@ -171,9 +185,12 @@ def run_side(args, env_id, seed, side, core):
         t0 = time.time()
         done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pinned(core))
     wall = round(time.time() - t0, 1)
+    evaluation = []  # ours with --eval-episodes: the greedy episodes' returns
     if side == "ours":
-        events = runs.read_scalars(folder / "ours").get("charts/episodic_return", [])
+        scalars = runs.read_scalars(folder / "ours")
+        events = scalars.get("charts/episodic_return", [])
         episodes = [[step, round(wt - t0, 3), value] for wt, step, value in events]
+        evaluation = [value for _, _, value in scalars.get("eval/episodic_return", [])]
     else:
         peer_log = folder / "peer.jsonl"
         episodes = read_peer_log(peer_log, t0) if peer_log.exists() else []
@@ -182,7 +199,8 @@ def run_side(args, env_id, seed, side, core):
         print(
             f"race.py: {side} on {env_id}, seed {seed} failed ({done.returncode}): {last[0][:200]}"
         )
-    return dict(cmd=shlex.join(cmd), returncode=done.returncode, wall_s=wall, episodes=episodes)
+    record = dict(cmd=shlex.join(cmd), returncode=done.returncode, wall_s=wall, episodes=episodes)
+    return record | dict(evaluation=evaluation)
 
 
 def crossing(episodes, level):
@@ -370,17 +388,22 @@ def main(args):
     if not args.table:
         lock = threading.Lock()
 
-        def queue(side, core):  # one side's runs, one after another, on its own core
-            for env_id in args.env_id:
-                for seed in map(str, args.seeds):
-                    if raw.get(env_id, {}).get(seed, {}).get(side, {}).get("returncode") == 0:
-                        continue  # kept
-                    record = run_side(args, env_id, seed, side, core)
-                    with lock:
-                        raw.setdefault(env_id, {}).setdefault(seed, {})[side] = record
-                        raw_path.write_text(json.dumps(raw))
+        def queue(side, core, runs):  # one side's runs, one after another, on its own core
+            for env_id, seed in runs:
+                if raw.get(env_id, {}).get(seed, {}).get(side, {}).get("returncode") == 0:
+                    continue  # kept
+                record = run_side(args, env_id, seed, side, core)
+                with lock:
+                    raw.setdefault(env_id, {}).setdefault(seed, {})[side] = record
+                    raw_path.write_text(json.dumps(raw))
 
-        sides = [threading.Thread(target=queue, args=(s, SIDES.index(s))) for s in args.sides]
+        runs = [(env_id, str(seed)) for env_id in args.env_id for seed in args.seeds]
+        queues = [(side, SIDES.index(side), runs) for side in args.sides]
+        if args.sides == ["ours"]:  # our side alone: two queues of it, a core each
+            queues = [("ours", core, runs[core::2]) for core in (0, 1)]
+        if args.core is not None:  # beside another queue of ours (eager against --compile)
+            queues = [(side, args.core, runs) for side in args.sides]
+        sides = [threading.Thread(target=queue, args=q) for q in queues]
         for thread in sides:
             thread.start()
         for thread in sides:

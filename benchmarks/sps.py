@@ -9,13 +9,15 @@ backward passes). The first iteration is a warm-up and is left out. SPS is env s
     python benchmarks/sps.py --out benchmarks/results/sps               # this CPU, ~10 minutes
     python benchmarks/sps.py --cuda --out benchmarks/results/sps_cuda   # on a GPU
 
-With --mujoco it times ppo_continuous.py with the MuJoCo recipe (8 envs x 256 steps, 32
-minibatches, 10 epochs) on HalfCheetah-v5, Hopper-v5 and Humanoid-v5: the rollout and the
-update apart, the rollout alone again with 1 epoch of 1 minibatch, and beside them the raw
-rate of the same 8 envs in a SyncVectorEnv with random actions, no learning: how far from the
-simulator's own speed the script runs.
+With --mujoco it times ppo_continuous.py with the MuJoCo recipe's batches (8 envs x 256 steps,
+32 minibatches, 10 epochs; 64-unit networks, as in the comparison with SB3) on HalfCheetah-v5,
+Hopper-v5 and Humanoid-v5: the rollout and the update apart, the rollout alone again with 1
+epoch of 1 minibatch, and beside them the raw rate of the same 8 envs in a SyncVectorEnv with
+random actions, no learning: how far from the simulator's own speed the script runs. With --compile
+the same runs again with ppo_continuous.py --compile, side by side (compiling is in the first
+iteration, which is left out: the 1M-step runs of docs/results.md count it).
 
-    python benchmarks/sps.py --mujoco --out benchmarks/results/sps_mujoco   # ~1 minute
+    python benchmarks/sps.py --mujoco --compile --out benchmarks/results/sps_mujoco   # ~4 minutes
 """
 
 import argparse
@@ -66,6 +68,7 @@ def parse_args(argv=None):
     p.add_argument("--replot", action="store_true", help="redo table and plot from raw.json")
     p.add_argument("--mujoco", action="store_true", help="ppo_continuous's recipe on MuJoCo")
     p.add_argument("--iterations", type=int, default=5, help="timed iterations per --mujoco run")
+    p.add_argument("--compile", action="store_true", help="--mujoco: eager, then --compile too")
     return p.parse_args(argv)
 
 
@@ -123,7 +126,7 @@ def measure(env_id, num_envs, args):
 
 MUJOCO_ENVS = ("HalfCheetah-v5", "Hopper-v5", "Humanoid-v5")
 RECIPE = "--num-envs 8 --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99"
-RECIPE += " --log-std-init -0.5"
+RECIPE += " --log-std-init -0.5"  # R's batches, 64-unit networks: the SB3 comparison's
 
 
 def raw_rate(env_id, num_envs=8, steps=2000):
@@ -156,19 +159,32 @@ def measure_mujoco(env_id, args):
         updates=updates,
         rollouts_one=rollouts_one,
         updates_one=updates_one,
-    )
+    ) | (compiled(total) if args.compile else {})
+
+
+def compiled(total):
+    """The same timed run with --compile (its first iteration, compiling, left out)."""
+    rollouts, updates = timed(ppo_continuous, RECIPE.split() + total + ["--compile"])
+    return dict(rollouts_compiled=rollouts, updates_compiled=updates)
 
 
 def make_mujoco_table(raw):
     lines = [
         f"ppo_continuous.py with the MuJoCo recipe (8 envs x 256 steps, 32 minibatches of 64, "
-        f"10 epochs) on {raw['device']}, one torch thread, alone on the machine. SPS: env steps "
-        "per second, median over the timed iterations. Raw: the same 8 envs in a "
-        "SyncVectorEnv with random actions and no learning.",
+        f"10 epochs, 64-unit networks) on {raw['device']}, one torch thread, alone on the "
+        "machine. SPS: env steps per second, median over the timed iterations. Raw: the same "
+        "8 envs in a SyncVectorEnv with random actions and no learning. Compiled: the same runs "
+        "with --compile (compiling, in the first iteration, is left out).",
         "",
         "| env | raw SPS | rollout SPS | rollout / raw | update SPS | SPS, rollout + update | "
         "SPS with 1 epoch of 1 minibatch |",
         "|---|---|---|---|---|---|---|",
+    ]
+    compiled_rows = [
+        "",
+        "| env | update SPS: eager, compiled | speed-up of the update | "
+        "SPS: eager, compiled | compiled / raw |",
+        "|---|---|---|---|---|",
     ]
     for r in raw["results"]:
         rollout, update = statistics.median(r["rollouts"]), statistics.median(r["updates"])
@@ -178,7 +194,15 @@ def make_mujoco_table(raw):
         row += [f"{r['batch'] / rollout / r['raw_sps']:.0%}", f"{r['batch'] / update:,.0f}"]
         row += [f"{r['batch'] / (rollout + update):,.0f}", f"{r['batch'] / one:,.0f}"]
         lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines) + "\n"
+        if "updates_compiled" in r:
+            fast = statistics.median(r["updates_compiled"])
+            both = fast + statistics.median(r["rollouts_compiled"])
+            cells = [r["env_id"], f"{r['batch'] / update:,.0f}, {r['batch'] / fast:,.0f}"]
+            cells += [f"{update / fast:.2f}x", f"{r['batch'] / (rollout + update):,.0f}, "]
+            cells[-1] += f"{r['batch'] / both:,.0f}"
+            cells += [f"{r['batch'] / both / r['raw_sps']:.0%}"]
+            compiled_rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines + (compiled_rows if len(compiled_rows) > 3 else [])) + "\n"
 
 
 def make_mujoco_plot(raw, path):

@@ -88,9 +88,11 @@ class Case:
     inputs: str  # its inputs, small enough to read (or how they were drawn)
     call: object  # fn -> what it got
     expected: object  # a number, a list, or a tuple of them
-    kind: str = "hand"  # "hand": worked out by hand; "random": the script's own on random inputs
+    kind: str = "hand"  # "hand": worked out by hand; "course": a course's own test;
+    # "random": the script's own on random inputs
     parts: tuple = ()  # the names of a tuple's parts, for the grader's line
     scale: float = 1.0  # the size of the numbers it computes from: the tolerance's floor
+    tolerance: float = None  # an absolute tolerance of the case's own (a course's), else RTOL
 
 
 def against(rung, name, label, inputs, call, parts=(), scale=1.0):
@@ -820,9 +822,84 @@ def adapted_lr_random():
     return cases
 
 
+# ---- the CartPole homework's own tests (C1 of the courses' facts, ../shared/COURSES.md) ---------
+# The course fixes each loss on random data: after torch.manual_seed(0) it draws, in this order,
+# states (10, 5, 4) uniform in [0, 1), actions randint(0, 1) (one action: all 0), rewards
+# uniform, not_dones randint(0, 2), log_probs uniform (the old policy's) and returns uniform
+# (for PPO, 2 * uniform - 1); then torch.manual_seed(0) again, the policy nn.Linear(4, 1) and
+# then the value nn.Linear(4, 1). Its losses, its values, its tolerance (absolute):
+#   REINFORCE  -mean(log_probs * returns)                                   -0.2369
+#   VPG        A = returns - V(states): mean(A^2) - mean(log_probs * A)      0.0618
+#   PPO        the same A; new log-probs from Categorical(logits=policy(states)) (one action,
+#              so 0); -mean(min(ratio A, clip(ratio, 0.9, 1.1) A)) + mean(A^2)  0.9314
+# On the scripts' functions, each (10, 5) tensor flattened to train()'s (B,) = (50,): reinforce_loss
+# of (log_probs, returns); vpg_loss's two losses summed (its A is detached: the same value); and
+# ppo_loss (clip_coef 0.1) plus ppo.py's own value_loss, the new log-probs from ppo.py's Agent
+# with the course's two networks as its actor and critic.
+HOMEWORK = dict(reinforce=-0.2369, vpg=0.0618, ppo=0.9314, tolerance=1e-4, clip_coef=0.1)
+HOMEWORK_INPUTS = (
+    "the course's data: manual_seed(0), then states (10, 5, 4), actions, rewards, not_dones,"
+    " log_probs and returns{ppo} drawn in that order; manual_seed(0), then policy and value,"
+    " nn.Linear(4, 1) each"
+)
+
+
+def homework_data(ppo=False):
+    """The course's draws, in its order, and its two networks: a dict of float32 tensors, the
+    networks under "policy" and "value". torch's global random state is left as it was."""
+    with seeded(0):
+        data = dict(states=torch.rand_like(torch.zeros(10, 5, 4)))
+        data["actions"] = torch.randint(0, 1, (10, 5))
+        data["rewards"] = torch.rand(10, 5)
+        data["not_dones"] = torch.randint(0, 2, (10, 5))
+        data["log_probs"] = torch.rand(10, 5)
+        data["returns"] = torch.rand(10, 5)
+        if ppo:
+            data["returns"] = 2 * data["returns"] - 1
+    with seeded(0):
+        data["policy"], data["value"] = torch.nn.Linear(4, 1), torch.nn.Linear(4, 1)
+    return data
+
+
+def homework_loss(rung, fn):
+    """The course's loss for RUNG on its data, with fn in the place of the script's function of
+    that rung (reinforce_loss, vpg_loss or ppo_loss): a float."""
+    d = homework_data(ppo=rung == "ppo")
+    log_probs, returns = d["log_probs"].flatten(), d["returns"].flatten()
+    if rung == "reinforce":
+        return fn(log_probs.requires_grad_(), returns)
+    module = script(rung)
+    agent = module.Agent(4, 1)
+    agent.actor, agent.critic = d["policy"], d["value"]
+    _, new_logprobs, _, values = agent.get_action_and_value(
+        d["states"].view(-1, 4), d["actions"].flatten()
+    )
+    values = values.flatten()
+    if rung == "vpg":  # its log-probs are the stored ones: the course's VPG has no ratio
+        policy_loss, value_loss = fn(log_probs, values, returns)
+        return policy_loss + value_loss
+    advantages = (returns - values).detach()  # ppo.py's A: G - V(s) of the rollout
+    clip_coef = HOMEWORK["clip_coef"]
+    return fn(new_logprobs, log_probs, advantages, clip_coef) + module.value_loss(values, returns)
+
+
+def homework_case(rung):
+    """The course's own test of RUNG, as a case: its value, its tolerance."""
+    tol = HOMEWORK["tolerance"]
+    return Case(
+        f"the CartPole course's own test (its loss on its data, to {tol:g})",
+        HOMEWORK_INPUTS.format(ppo=" (2 * uniform - 1)" if rung == "ppo" else ""),
+        lambda fn: homework_loss(rung, fn),
+        HOMEWORK[rung],
+        kind="course",
+        tolerance=tol,
+    )
+
+
 # ---- the exercises of each rung, their cases, hints and known mistakes --------------------------
 def both(*groups):
-    """The cases of an exercise: the hand-worked ones first, then the random ones."""
+    """The cases of an exercise: the hand-worked ones first, then a course's own test where it
+    has one, then the random ones."""
     return lambda: [case for group in groups for case in group()]
 
 
@@ -839,6 +916,7 @@ EXERCISES = {  # rung: {name in the script: (cases, one-line hint)}
         "reinforce_loss": (
             both(
                 reinforce_loss_cases,
+                lambda: [homework_case("reinforce")],
                 losses("reinforce", "reinforce_loss", (1, 5, {}), (2, 16, {}), (3, 33, {})),
             ),
             "minus the mean of log pi(a_t|s_t) * G_t",
@@ -846,7 +924,7 @@ EXERCISES = {  # rung: {name in the script: (cases, one-line hint)}
     },
     "vpg": {
         "vpg_loss": (
-            both(vpg_loss_cases, vpg_loss_random),
+            both(vpg_loss_cases, lambda: [homework_case("vpg")], vpg_loss_random),
             "A = G - V, detached in the policy term; the value loss is the MSE",
         ),
     },
@@ -854,6 +932,7 @@ EXERCISES = {  # rung: {name in the script: (cases, one-line hint)}
         "ppo_loss": (
             both(
                 ppo_loss_cases,
+                lambda: [homework_case("ppo")],
                 losses(
                     "ppo",
                     "ppo_loss",
@@ -1226,10 +1305,11 @@ def numbers(value):
     return [x for flat, _ in inner for x in flat], (len(value), *inner[0][1])
 
 
-def close(got, expected, rtol=RTOL, scale=1.0, nan=False):
+def close(got, expected, rtol=RTOL, scale=1.0, nan=False, tolerance=None):
     """Same structure, shape and numbers, each to rtol of its size plus a floor of FLOOR times
-    the size of the numbers (the largest expected one, or `scale` if larger); NaN never
-    matches (nan: NaN matches NaN, to compare two answers)."""
+    the size of the numbers (the largest expected one, or `scale` if larger), or, given a
+    tolerance, to that absolute tolerance alone (a course's test: its values are rounded); NaN
+    never matches (nan: NaN matches NaN, to compare two answers)."""
     got, expected = as_lists(got), as_lists(expected)
     if isinstance(expected, str):
         return got == expected
@@ -1237,16 +1317,20 @@ def close(got, expected, rtol=RTOL, scale=1.0, nan=False):
         return (
             isinstance(got, dict)
             and got.keys() == expected.keys()
-            and all(close(got[k], expected[k], rtol, scale, nan) for k in expected)
+            and all(close(got[k], expected[k], rtol, scale, nan, tolerance) for k in expected)
         )
     want, have = numbers(expected), numbers(got)
     if want is None:  # a tuple of parts
         if not isinstance(got, tuple) or len(got) != len(expected):
             return False
-        return all(close(g, e, rtol, scale, nan) for g, e in zip(got, expected, strict=True))
+        return all(
+            close(g, e, rtol, scale, nan, tolerance) for g, e in zip(got, expected, strict=True)
+        )
     if have is None or have[1] != want[1]:
         return False
     floor = FLOOR * max([scale, *(abs(e) for e in want[0] if math.isfinite(e))])
+    if tolerance is not None:
+        rtol, floor = 0.0, tolerance
     return all(
         (math.isfinite(g) and abs(g - e) <= rtol * abs(e) + floor)
         or (nan and math.isnan(g) and math.isnan(e))

@@ -160,7 +160,9 @@ def attempt(case, fn):
 
 
 def passes(case, answer):
-    return answer[0] == "ok" and cases.close(answer[1], case.expected, scale=case.scale)
+    return answer[0] == "ok" and cases.close(
+        answer[1], case.expected, scale=case.scale, tolerance=case.tolerance
+    )
 
 
 def shown(value):
@@ -239,10 +241,12 @@ def checked(rung, name, fn, limit):
             )
         failed = [i for i, answer in enumerate(answers) if not passes(case_list[i], answer)]
         if not failed:
-            hand = sum(c.kind == "hand" for c in case_list)
+            hand, random_ = (sum(c.kind == kind for c in case_list) for kind in ("hand", "random"))
+            course = len(case_list) - hand - random_
             return True, (
                 f"✓ {name}: {len(case_list)} cases passed ({hand} worked by hand, "
-                f"{len(case_list) - hand} on random inputs against {rung}.py's own)"
+                + (f"{course} the CartPole course's own test, " if course else "")
+                + f"{random_} on random inputs against {rung}.py's own)"
             )
         with quiet():
             words = cases.mistake(name, case_list, answers, attempt)
