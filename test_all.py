@@ -11,13 +11,15 @@ Layout, one section per kind of check:
      itself, while the env gets it clipped;
   4. a short learning run on CartPole-v1;
   5. observation spaces: flattened (Discrete as one-hot, Tuple, Dict, ...) or refused in one line;
-  6. command line and bad input;
+  6. command line and bad input; --cuda and --compile (a compiled update gives the eager one's
+     losses and weights; where compiling cannot work, one warning, then eager);
   7. reproducibility;
   8. the dict that train() returns, and the saved model (--save-model, --load-model);
   9. CartPoleTorch-v1 (envs/cartpole_torch.py) against gymnasium's CartPole; the episode log;
  10. the shape of a script: the lesson first, one divider, the same support code in each;
  11. benchmarks/tune.py: two workers on one study (a journal file, a real PostgreSQL), pruning.
- 12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume;
+ 12. runs that survive: checkpoints, SIGTERM handled like Ctrl-C, --resume; a checkpoint is
+     data: one that would run code is refused, and the code never runs;
  13. --async-envs: each env in a process of its own, its failures in one line;
  14. benchmarks/mujoco_suite.py: the suite's table; benchmarks/run.py --append adds seeds;
      benchmarks/race.py and zoo_nets.py (lesson 7's networks);

@@ -92,7 +92,13 @@ def main(argv=None):
         }
         if pairs:
             text.append(table(env_id, pairs, old, (args.eager, args.out)))
-    (Path(args.out) / "table.md").write_text("\n".join(text))
+    intro = (
+        f"ppo_continuous.py, recipe R, 1M steps: --compile ({args.out}) and eager ({args.eager}) "
+        "side by side, a queue a core (race.py --core). Seconds from launch to the last training "
+        "episode; the evaluation is the mean of 10 greedy episodes. Levels as in race.py; "
+        f"rl-zoo3's times are those of {args.race or 'no race'}, another day's.\n"
+    )
+    (Path(args.out) / "table.md").write_text("\n".join([intro, *text]))
     for folder, raw in ((args.out, fast), (args.eager, eager)):  # with the evaluations read
         (Path(folder) / "raw.json").write_text(json.dumps(raw))
     print("\n".join(text))

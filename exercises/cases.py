@@ -876,7 +876,7 @@ def homework_loss(rung, fn):
     )
     values = values.flatten()
     if rung == "vpg":  # its log-probs are the stored ones: the course's VPG has no ratio
-        policy_loss, value_loss = fn(log_probs, values, returns)
+        policy_loss, value_loss = fn(log_probs.requires_grad_(), values, returns)  # as train()
         return policy_loss + value_loss
     advantages = (returns - values).detach()  # ppo.py's A: G - V(s) of the rollout
     clip_coef = HOMEWORK["clip_coef"]
