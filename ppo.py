@@ -265,7 +265,7 @@ def parse_args(argv=None):
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--compile", action="store_true", help="torch.compile the update: pays from ~100k steps")
+    arg("--compile", action="store_true", help="torch.compile the update; pays from ~300k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")

@@ -313,7 +313,7 @@ def parse_args(argv=None):
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
     arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--compile", action="store_true", help="torch.compile the update: pays from ~100k steps")
+    arg("--compile", action="store_true", help="torch.compile the update; pays from ~300k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")

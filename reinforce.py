@@ -211,7 +211,7 @@ def parse_args(argv=None):
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
     arg("--normalize-returns", action=on_off, default=True, help="G_t to mean 0, std 1 per batch")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--compile", action="store_true", help="torch.compile the update: pays from ~100k steps")
+    arg("--compile", action="store_true", help="torch.compile the update; pays from ~300k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")

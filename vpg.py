@@ -260,7 +260,7 @@ def parse_args(argv=None):
     arg("--train-pi-iters", type=positive_int, default=1, help="policy steps per rollout")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--compile", action="store_true", help="torch.compile the update: pays from ~100k steps")
+    arg("--compile", action="store_true", help="torch.compile the update; pays from ~300k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
