@@ -197,18 +197,17 @@ def train(args):
                 rewards, values, next_values, terminations, episode_end, args.gamma, args.gae_lambda
             )
 
-            # Keep the policy's own steps, not gymnasium's reset steps.
+            # Keep the policy's own steps, not gymnasium's reset steps; batch: as gradients()
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
-            batch = b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values  # gradients'
+            batch = b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values
             clipfracs = []
             for _ in range(args.update_epochs):
                 # Without reset steps the batch can be smaller than num_envs x num_steps.
                 shuffled = torch.randperm(len(b_obs), device=device)
                 for mb in shuffled.tensor_split(min(args.num_minibatches, len(b_obs))):
-                    minibatch = [x[mb] for x in batch]
                     loss, policy_loss, v_loss, entropy, newlogprobs = gradients(
-                        *minibatch, ent_coef
+                        *[x[mb] for x in batch], ent_coef
                     )
                     check_finite(loss, iteration, run)  # before the step reaches the weights
                     optimizer.step()
@@ -498,9 +497,8 @@ class Run:
             return range(self.iteration + 1, num_iterations + 1)
         try:  # what --save-model wrote: weights, and statistics where the Agent has them
             self.agent.load_state_dict(torch.load(self.args.load_model, "cpu", weights_only=True))
-        except Exception as error:  # missing; objects or code (never run); not this Agent's
-            why = error if isinstance(error, (OSError, RuntimeError)) else "not saved weights"
-            fail(f"cannot load --load-model {self.args.load_model}: {why}")
+        except Exception:  # missing; objects or code (never run); another Agent's weights
+            fail(f"cannot load --load-model {self.args.load_model}: missing, or not this env's")
         return range(0)
 
     def episodes(self, global_step, infos):

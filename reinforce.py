@@ -85,8 +85,7 @@ def train(args):
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
     score = agent.get_action  # log pi(a|s) of a batch, in the update
-    if args.compile:  # --compile: its forward and backward passes compiled (docs/results.md)
-        score = torch.compile(score, dynamic=True)
+    score = torch.compile(score, dynamic=True) if args.compile else score  # docs/results.md
     run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints, --resume, --load-model
     global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
     seed = args.seed + global_step  # of the first reset; resumed: new episodes, not old
@@ -393,9 +392,8 @@ class Run:
             return range(self.iteration + 1, num_iterations + 1)
         try:  # what --save-model wrote: weights, and statistics where the Agent has them
             self.agent.load_state_dict(torch.load(self.args.load_model, "cpu", weights_only=True))
-        except Exception as error:  # missing; objects or code (never run); not this Agent's
-            why = error if isinstance(error, (OSError, RuntimeError)) else "not saved weights"
-            fail(f"cannot load --load-model {self.args.load_model}: {why}")
+        except Exception:  # missing; objects or code (never run); another Agent's weights
+            fail(f"cannot load --load-model {self.args.load_model}: missing, or not this env's")
         return range(0)
 
     def episodes(self, global_step, infos):

@@ -108,9 +108,8 @@ def train(args):
     # One Adam for both networks: a policy step only has gradients in the actor and a
     # value step only in the critic, and Adam skips parameters that have none.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    score = agent.get_action_and_value  # log pi(a|s) of a batch and V(s), in the update
-    if args.compile:  # --compile: its forward and backward passes compiled (docs/results.md)
-        score = torch.compile(score, dynamic=True)
+    score = agent.get_action_and_value  # log pi(a|s) and V(s) of a batch, in the update
+    score = torch.compile(score, dynamic=True) if args.compile else score  # docs/results.md
 
     # Rollout storage, time-major: (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
@@ -442,9 +441,8 @@ class Run:
             return range(self.iteration + 1, num_iterations + 1)
         try:  # what --save-model wrote: weights, and statistics where the Agent has them
             self.agent.load_state_dict(torch.load(self.args.load_model, "cpu", weights_only=True))
-        except Exception as error:  # missing; objects or code (never run); not this Agent's
-            why = error if isinstance(error, (OSError, RuntimeError)) else "not saved weights"
-            fail(f"cannot load --load-model {self.args.load_model}: {why}")
+        except Exception:  # missing; objects or code (never run); another Agent's weights
+            fail(f"cannot load --load-model {self.args.load_model}: missing, or not this env's")
         return range(0)
 
     def episodes(self, global_step, infos):
