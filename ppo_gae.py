@@ -128,7 +128,7 @@ def train(args):
 
     def gradients(mb_obs, mb_actions, mb_logprobs, mb_advantages, mb_returns, mb_values, ent_coef):
         """L = L_clip + c_V L_V - c_H H on a minibatch, one loss for actor and critic, and its
-        gradients, clipped to a global norm. Returns L, its three terms and the new log-probs."""
+        gradients, clipped to a global norm. Returns L, its terms, new log-probs, |g| unclipped."""
         _, newlogprobs, entropy, newvalues = agent.get_action_and_value(mb_obs, mb_actions)
         if args.normalize_advantages and len(mb_advantages) > 1:  # to N(0, 1); 1 sample: 0
             std = mb_advantages.std(correction=0)
@@ -139,8 +139,8 @@ def train(args):
         loss = policy_loss - ent_coef * entropy.mean() + args.vf_coef * v_loss
         optimizer.zero_grad()
         loss.backward()
-        nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-        return loss, policy_loss, v_loss, entropy, newlogprobs.detach()
+        grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+        return loss, policy_loss, v_loss, entropy, newlogprobs.detach(), grad_norm
 
     # --compile: gradients() as one compiled program, its backward pass too (docs/results.md)
     gradients = torch.compile(gradients, dynamic=True) if args.compile else gradients
@@ -206,7 +206,7 @@ def train(args):
                 # Without reset steps the batch can be smaller than num_envs x num_steps.
                 shuffled = torch.randperm(len(b_obs), device=device)
                 for mb in shuffled.tensor_split(min(args.num_minibatches, len(b_obs))):
-                    loss, policy_loss, v_loss, entropy, newlogprobs = gradients(
+                    loss, policy_loss, v_loss, entropy, newlogprobs, grad_norm = gradients(
                         *[x[mb] for x in batch], ent_coef
                     )
                     check_finite(loss, iteration, run)  # before the step reaches the weights
@@ -226,6 +226,7 @@ def train(args):
                 policy_loss=policy_loss,
                 value_loss=v_loss,
                 entropy=entropy.mean(),
+                grad_norm=grad_norm,  # |g| of the last minibatch, before clipping
                 approx_kl=approx_kl,
                 clipfrac=torch.stack(clipfracs).mean(),
                 explained_variance=1 - (b_returns - b_values).var() / b_returns.var(),
@@ -312,7 +313,7 @@ def parse_args(argv=None):
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
     arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--compile", action="store_true", help="torch.compile the update; pays from ~300k steps")
+    arg("--compile", action="store_true", help="torch.compile the update; pays from ~250k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
@@ -342,8 +343,8 @@ def resumed(parser, argv, args):
     except Exception:  # no such folder or file; objects or code; not a checkpoint
         fail(f"cannot --resume: {args.resume}/checkpoint.pt is missing or not one {SCRIPT} wrote")
     args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
-    for name in ("env_id", "num_envs", "num_steps"):
-        if getattr(args, name) != saved[name]:
+    for name in ("env_id", "num_envs", "num_steps", "critic_hidden"):  # the rollout's, the Agent's
+        if getattr(args, name, None) != saved.get(name):
             fail(f"--resume: --{name.replace('_', '-')} stays {saved[name]}, as in {args.resume}")
     args.run_dir = args.resume
     return args
@@ -481,7 +482,7 @@ class Run:
         print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}{resumed}")
         self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
         self.snapshot = self.state() if args.checkpoint_every else None
-        self.signal, self.training = None, True
+        self.signal, self.training, self.entropy = None, True, np.nan  # entropy: update()'s
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         self.start_time, self.start_step = time.time(), self.global_step
         self.last_print, self.printed_step = self.start_time, self.global_step
@@ -517,7 +518,7 @@ class Run:
 
     def update(self, iteration, global_step, **losses):
         """After each update: learning rate, SPS, losses/NAME, progress(); checkpoint if due."""
-        self.iteration, self.global_step = iteration, global_step
+        self.iteration, self.global_step, self.entropy = iteration, global_step, losses["entropy"]
         lr = self.optimizer.param_groups[0]["lr"]
         self.writer.add_scalar("charts/learning_rate", lr, global_step)
         self.writer.add_scalar("charts/SPS", self.sps(global_step), global_step)
@@ -544,9 +545,9 @@ class Run:
         if time.time() - self.last_print > 2 or (end and self.printed_step != global_step):
             self.last_print, self.printed_step = time.time(), global_step
             recent = np.mean([r for _, r in self.episode_returns[-20:]] or [np.nan])
-            left = max(0, self.args.total_timesteps - global_step) / max(sps, 1)
-            steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5}"
-            print(f"{steps} | {left:4.0f}s left | return (last 20 episodes) {recent:6.1f}")
+            left = f"{max(0, self.args.total_timesteps - global_step) / max(sps, 1):4.0f}s left"
+            steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5} | {left}"
+            print(f"{steps} | return (last 20 episodes) {recent:6.1f} | entropy {self.entropy:.2f}")
 
     def return_rms(self):  # the statistics of NormalizeReward (ppo_continuous.py has one)
         wrappers = [self.envs]
@@ -606,10 +607,9 @@ class Run:
         """--track: W&B syncs TensorBoard, with flags and code; its id is kept for --resume."""
         args.wandb_id = getattr(args, "wandb_id", None) or f"{time.time_ns():x}"
         where = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=args.wandb_id)
-        how = dict(name=Path(self.run_dir).name, config=vars(args), sync_tensorboard=True)
+        how = dict(name=Path(self.run_dir).name, config=vars(args), save_code=True, resume="allow")
         try:  # WANDB_MODE=offline needs no account
-            wandb = importlib.import_module("wandb")
-            return wandb.init(**where, **how, save_code=True, resume="allow")
+            return importlib.import_module("wandb").init(**where, **how, sync_tensorboard=True)
         except ImportError:
             fail("--track needs wandb: pip install wandb")
         except Exception as error:  # not logged in, no network, a bad project name

@@ -12,11 +12,10 @@ With a critic, rollouts need not be whole episodes: a return cut by the end of t
 rollout, or by a time limit, is completed with gamma * V_phi(next state). An episode
 that really ended (terminated) adds nothing after its last reward.
 
-Each batch gets --train-pi-iters policy steps (1: vanilla policy gradient) and
---train-v-iters value steps. Try --train-pi-iters 10: repeated steps on one batch
-push the policy far from the one that collected it. On 4 of 5 seeds it collapsed to
-always pushing one way, a return of 9 (docs/lessons.md, "What each idea buys"). That is the
-problem PPO (ppo.py) fixes.
+Each batch gets --train-pi-iters policy steps (1: vanilla policy gradient) and --train-v-iters
+value steps. Try --train-pi-iters 10: repeated steps on one batch push the policy far from
+the one that collected it. On 4 of 5 seeds it collapsed to always pushing one way, a return
+of 9 (docs/lessons.md, "What each idea buys"). That is the problem PPO (ppo.py) fixes.
 
 Paper: Sutton et al. (2000), "Policy gradient methods for reinforcement learning with
 function approximation"; Schulman et al. (2016), GAE paper, section 2 on baselines.
@@ -170,6 +169,7 @@ def train(args):
                 check_finite(policy_loss, iteration, run)
                 optimizer.zero_grad()
                 policy_loss.backward()
+                grad_norm = nn.utils.get_total_norm(p.grad for p in agent.actor.parameters())
                 optimizer.step()
             for _ in range(args.train_v_iters):
                 _, newlogprobs, entropy, newvalues = score(b_obs, b_actions)
@@ -186,6 +186,7 @@ def train(args):
                 policy_loss=policy_loss,
                 value_loss=v_loss,
                 entropy=entropy.mean(),
+                grad_norm=grad_norm,  # |g| of the last policy step
                 explained_variance=1 - (b_returns - b_values).var() / b_returns.var(),
             )
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: stop cleanly, keep what was learned
@@ -259,7 +260,7 @@ def parse_args(argv=None):
     arg("--train-pi-iters", type=positive_int, default=1, help="policy steps per rollout")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--compile", action="store_true", help="torch.compile the update; pays from ~300k steps")
+    arg("--compile", action="store_true", help="torch.compile the update; pays from ~250k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
@@ -286,8 +287,8 @@ def resumed(parser, argv, args):
     except Exception:  # no such folder or file; objects or code; not a checkpoint
         fail(f"cannot --resume: {args.resume}/checkpoint.pt is missing or not one {SCRIPT} wrote")
     args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
-    for name in ("env_id", "num_envs", "num_steps"):
-        if getattr(args, name) != saved[name]:
+    for name in ("env_id", "num_envs", "num_steps", "critic_hidden"):  # the rollout's, the Agent's
+        if getattr(args, name, None) != saved.get(name):
             fail(f"--resume: --{name.replace('_', '-')} stays {saved[name]}, as in {args.resume}")
     args.run_dir = args.resume
     return args
@@ -425,7 +426,7 @@ class Run:
         print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}{resumed}")
         self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
         self.snapshot = self.state() if args.checkpoint_every else None
-        self.signal, self.training = None, True
+        self.signal, self.training, self.entropy = None, True, np.nan  # entropy: update()'s
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         self.start_time, self.start_step = time.time(), self.global_step
         self.last_print, self.printed_step = self.start_time, self.global_step
@@ -461,7 +462,7 @@ class Run:
 
     def update(self, iteration, global_step, **losses):
         """After each update: learning rate, SPS, losses/NAME, progress(); checkpoint if due."""
-        self.iteration, self.global_step = iteration, global_step
+        self.iteration, self.global_step, self.entropy = iteration, global_step, losses["entropy"]
         lr = self.optimizer.param_groups[0]["lr"]
         self.writer.add_scalar("charts/learning_rate", lr, global_step)
         self.writer.add_scalar("charts/SPS", self.sps(global_step), global_step)
@@ -488,9 +489,9 @@ class Run:
         if time.time() - self.last_print > 2 or (end and self.printed_step != global_step):
             self.last_print, self.printed_step = time.time(), global_step
             recent = np.mean([r for _, r in self.episode_returns[-20:]] or [np.nan])
-            left = max(0, self.args.total_timesteps - global_step) / max(sps, 1)
-            steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5}"
-            print(f"{steps} | {left:4.0f}s left | return (last 20 episodes) {recent:6.1f}")
+            left = f"{max(0, self.args.total_timesteps - global_step) / max(sps, 1):4.0f}s left"
+            steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5} | {left}"
+            print(f"{steps} | return (last 20 episodes) {recent:6.1f} | entropy {self.entropy:.2f}")
 
     def return_rms(self):  # the statistics of NormalizeReward (ppo_continuous.py has one)
         wrappers = [self.envs]
@@ -550,10 +551,9 @@ class Run:
         """--track: W&B syncs TensorBoard, with flags and code; its id is kept for --resume."""
         args.wandb_id = getattr(args, "wandb_id", None) or f"{time.time_ns():x}"
         where = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=args.wandb_id)
-        how = dict(name=Path(self.run_dir).name, config=vars(args), sync_tensorboard=True)
+        how = dict(name=Path(self.run_dir).name, config=vars(args), save_code=True, resume="allow")
         try:  # WANDB_MODE=offline needs no account
-            wandb = importlib.import_module("wandb")
-            return wandb.init(**where, **how, save_code=True, resume="allow")
+            return importlib.import_module("wandb").init(**where, **how, sync_tensorboard=True)
         except ImportError:
             fail("--track needs wandb: pip install wandb")
         except Exception as error:  # not logged in, no network, a bad project name
