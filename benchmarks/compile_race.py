@@ -16,6 +16,7 @@ compiled / eager ratio of the same seed and level (its eager runs ran on another
 """
 
 import argparse
+import bisect
 import json
 import statistics
 import sys
@@ -37,6 +38,18 @@ def evaluation(record, folder):
     return statistics.mean(returns) if returns else None
 
 
+def ahead_from(eager, fast):
+    """The env step from which the compiled run's clock stays at or below the eager run's: where
+    compiling has paid for itself (None if it never does). Each run's clock at a step is read at
+    its first episode end from that step on (past the eager run's last, there is none)."""
+    steps, start = [step for step, _, _ in eager], None
+    for step, seconds, _ in fast:
+        i = bisect.bisect_left(steps, step)
+        if i < len(steps):
+            start = None if seconds > eager[i][1] else start or step
+    return start
+
+
 def median(values):
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
@@ -44,17 +57,19 @@ def median(values):
 def table(env_id, pairs, old, folders):
     """Markdown for one env: per seed, then per level."""
     lines = [f"### {env_id} (published figure {race.FIGURES[env_id]})", ""]
-    lines += ["| seed | seconds to 1M: eager, compiled (ratio) | evaluation: eager, compiled |"]
-    lines += ["|---|---|---|"]
+    lines += ["| seed | seconds to 1M: eager, compiled (ratio) | compiled ahead from step | "]
+    lines[-1] += "evaluation: eager, compiled |"
+    lines += ["|---|---|---|---|"]
     for seed, (eager, fast) in pairs.items():
         ends = [record["episodes"][-1][1] for record in (eager, fast)]
         runs_of = [Path(folder) / "runs" / f"{env_id}__seed{seed}" for folder in folders]
         pairs_of = zip((eager, fast), runs_of, strict=True)
         evals = [evaluation(record, folder) for record, folder in pairs_of]
         shown = ", ".join(f"{e:.0f}" if e is not None else "—" for e in evals)
-        lines.append(
-            f"| {seed} | {ends[0]:.0f}, {ends[1]:.0f} ({ends[1] / ends[0]:.2f}) | {shown} |"
-        )
+        ahead = ahead_from(eager["episodes"], fast["episodes"])
+        ahead = f"{ahead:,}" if ahead else "never"
+        seconds = f"{ends[0]:.0f}, {ends[1]:.0f} ({ends[1] / ends[0]:.2f})"
+        lines.append(f"| {seed} | {seconds} | {ahead} | {shown} |")
     lines += ["", "| level | compiled / eager, time: median (range) | ours / rl-zoo3 then | "]
     lines[-1] += "with the compile |"
     lines += ["|---|---|---|---|"]
