@@ -197,7 +197,7 @@ def train(args):
                 rewards, values, next_values, terminations, episode_end, args.gamma, args.gae_lambda
             )
 
-            # Keep the policy's own steps, not gymnasium's reset steps; batch: as gradients()
+            # Keep the policy's own steps, not gymnasium's reset steps (batch: gradients()' order)
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
             batch = b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values
@@ -482,7 +482,7 @@ class Run:
         print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}{resumed}")
         self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
         self.snapshot = self.state() if args.checkpoint_every else None
-        self.signal, self.training, self.entropy = None, True, np.nan  # entropy: update()'s
+        self.signal, self.training, self.entropy = None, True, np.nan  # the last update's entropy
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         self.start_time, self.start_step = time.time(), self.global_step
         self.last_print, self.printed_step = self.start_time, self.global_step

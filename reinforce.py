@@ -1,8 +1,7 @@
 # SPDX-License-Identifier: MIT
 """REINFORCE: the policy gradient with reward-to-go, on discrete actions.
 
-A network gives the policy pi_theta(a|s). Play whole episodes with it, then step
-along the policy gradient
+A network gives pi_theta(a|s). Play whole episodes with it, then step along the policy gradient
 
     grad J(theta) = E[ sum_t grad log pi_theta(a_t|s_t) * G_t ]
     G_t = r_t + gamma * r_{t+1} + gamma^2 * r_{t+2} + ...   (reward-to-go)
@@ -133,6 +132,7 @@ def train(args):
             check_finite(loss, iteration, run)
             optimizer.zero_grad()
             loss.backward()
+            grad_norm = nn.utils.get_total_norm(p.grad for p in agent.actor.parameters())
             optimizer.step()
 
             run.update(
@@ -140,7 +140,7 @@ def train(args):
                 global_step,
                 policy_loss=loss,
                 entropy=entropy.mean(),
-                grad_norm=nn.utils.get_total_norm(p.grad for p in agent.parameters()),  # |g|
+                grad_norm=grad_norm,  # |g| of the policy step
             )
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: stop cleanly, keep what was learned
         interrupted = True
@@ -377,7 +377,7 @@ class Run:
         print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}{resumed}")
         self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
         self.snapshot = self.state() if args.checkpoint_every else None
-        self.signal, self.training, self.entropy = None, True, np.nan  # entropy: update()'s
+        self.signal, self.training, self.entropy = None, True, np.nan  # the last update's entropy
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         self.start_time, self.start_step = time.time(), self.global_step
         self.last_print, self.printed_step = self.start_time, self.global_step
