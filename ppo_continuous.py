@@ -21,10 +21,8 @@ Papers (arXiv): Schulman et al. 1707.06347; Andrychowicz et al. 2006.05990; Rudi
 """
 
 import argparse
-import copy
 import importlib
 import random
-import signal
 import sys
 import time
 from pathlib import Path
@@ -35,6 +33,34 @@ import torch
 import torch.nn as nn
 from torch.distributions import Normal
 from torch.utils.tensorboard import SummaryWriter
+
+
+def hyperparameters(parser):
+    """The algorithm's flags and their defaults; parse_args, below, adds those of the run."""
+    arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
+    arg("--env-id", default="Pendulum-v1", help="Gymnasium env id, with Box actions")
+    arg("--seed", type=nonnegative_int, default=1, help="seed of python, numpy, torch and the envs")
+    arg("--total-timesteps", type=positive_int, default=150_000, help="env steps to train for")
+    arg("--num-envs", type=positive_int, default=16, help="envs played in parallel")
+    arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
+    arg("--learning-rate", type=positive_float, default=1e-3, help="Adam step size")
+    arg("--gamma", type=unit_interval, default=0.9, help="discount factor")
+    arg("--bootstrap-truncation", action=on_off, default=True, help="off shows the time-limit bug")
+    arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
+    arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
+    arg("--num-minibatches", type=positive_int, default=8, help="minibatches per epoch")
+    arg("--update-epochs", type=positive_int, default=10, help="passes over each rollout")
+    arg("--normalize-advantages", action=on_off, default=True, help="per-minibatch A to N(0, 1)")
+    arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
+    arg("--clip-vloss", action=on_off, default=False, help="clip V around its old values too")
+    arg("--log-std-init", type=log_sigma, default=0.0, help="log sigma of the policy at the start")
+    arg("--critic-hidden", type=positive_int, default=64, help="units in each critic layer")
+    arg("--ent-coef", type=nonnegative_float, default=0.0, help="weight c_H of the entropy bonus")
+    arg("--anneal-ent", action=on_off, default=False, help="decay c_H linearly to 0 as well")
+    arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
+    arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
+    arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
+    arg("--lr-target-kl", type=positive_float, default=None, help="adapt lr (<= start) to this KL")
 
 
 def layer_init(layer, std=2**0.5, bias=0.0):
@@ -56,7 +82,9 @@ class RunningNorm(nn.Module):
 
     def update(self, x):
         """Merge x, float32 (B, *shape), into the statistics (Chan et al.'s parallel update)."""
-        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, correction=0), x.shape[0]
+        batch_mean = x.mean(0)
+        batch_var = x.var(0, correction=0)
+        batch_count = x.shape[0]
         delta, total = batch_mean - self.mean, self.count + batch_count
         self.mean += delta * batch_count / total
         moments = self.var * self.count + batch_var * batch_count  # sums of squared deviations
@@ -161,7 +189,6 @@ def adapted_lr(lr, kl, target_kl, max_lr):
 def train(args):
     device, run_dir = set_up(args)  # seeds, device, run folder: the support code, below
     envs = make_env(args.env_id, args.num_envs, args.gamma, args.async_envs, args.capture_video)
-    eval_env = make_eval_env(args.env_id, f"{run_dir}/videos" if args.capture_video else None)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(
         obs_dim, action_dim, log_std_init=args.log_std_init, critic_hidden=args.critic_hidden
@@ -199,17 +226,17 @@ def train(args):
     truncations = torch.zeros(shape, device=device)
     valid = torch.zeros(shape, dtype=torch.bool, device=device)
 
-    run = Run(args, run_dir, agent, optimizer, envs)  # logs, checkpoints, --resume, --load-model
-    global_step, interrupted = run.global_step, False  # 0, or where --resume goes on
+    log = start_log(args, run_dir, agent, optimizer, envs)  # TensorBoard and progress, below
+    global_step = log.global_step  # env steps taken so far
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     action_low = torch.as_tensor(envs.single_action_space.low, device=device)
     action_high = torch.as_tensor(envs.single_action_space.high, device=device)
-    try:
-        next_obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes, not old
+    with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
+        next_obs, _ = envs.reset(seed=args.seed + global_step)  # each run's own episodes
         # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
         next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
         next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
-        for iteration in run.iterations(num_iterations):  # 1 to N; --resume: on from its next
+        for iteration in log.iterations(num_iterations):  # 1 to N
             frac = 1 - (iteration - 1) / num_iterations  # 1 at the first update, 1/N at the last
             if args.anneal_lr:  # the learning rate decays linearly towards 0
                 optimizer.param_groups[0]["lr"] = args.learning_rate * frac
@@ -233,7 +260,7 @@ def train(args):
                 agent.obs_norm.update(next_obs)  # running statistics of the observations seen
                 next_obs = agent.obs_norm(next_obs)  # what the networks see, and what is stored
                 next_done = torch.as_tensor(terminated | truncated, device=device)
-                run.episodes(global_step, infos)  # the return of each episode that just ended
+                log.episodes(global_step, infos)  # the return of each episode that just ended
 
             # GAE needs V(s_{t+1}) at every step: values' next row, V(next_obs) after the last.
             # After a step that ends an episode, s_{t+1} is still its final observation.
@@ -259,7 +286,7 @@ def train(args):
                     loss, policy_loss, v_loss, entropy, newlogprobs, grad_norm = gradients(
                         *[x[mb] for x in batch], ent_coef
                     )
-                    check_finite(loss, iteration, run)  # before the step reaches the weights
+                    check_finite(loss, iteration)  # before the step reaches the weights
                     optimizer.step()
                     with torch.no_grad():  # how far the policy has moved from pi_old
                         logratio = newlogprobs - b_logprobs[mb]
@@ -277,7 +304,7 @@ def train(args):
                 group["lr"] = adapted_lr(group["lr"], kl, args.lr_target_kl, args.learning_rate)
 
             # What to watch: the losses, and explained_variance (1: V(s) predicts the returns).
-            run.update(
+            log.update(
                 iteration,
                 global_step,
                 policy_loss=policy_loss,
@@ -288,38 +315,49 @@ def train(args):
                 clipfrac=torch.stack(clipfracs).mean(),
                 explained_variance=1 - (b_returns - b_values).var() / b_returns.var(),
             )
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: stop cleanly, keep what was learned
-        interrupted = True
-    return finish(args, agent, envs, eval_env, run, global_step, interrupted)
+    return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
 
 
 # ======== End of the lesson. Below: support code (flags, envs, logs, checks); skip it. ========
 
 SCRIPT = Path(__file__).name
 CPU_THREADS = torch.get_num_threads()  # torch's default: one per core
+BEFORE = {}  # torch's settings before a run changed them
+LONG_RUN_FLAGS = ("capture_video", "checkpoint_every", "resume", "async_envs", "track")
 
 
-def set_up(args):
-    """Seeds (the envs get theirs at reset), CPU threads, the device, the run's directory."""
-    random.seed(args.seed)
-    np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
-    torch.manual_seed(args.seed % 2**64)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    # One thread is fastest for small batches; 2 cores, for 32,768 steps (benchmarks/results/sps)
-    torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
-    if args.num_envs * args.num_steps > 2**24:  # what a rollout's memory can hold
-        fail(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24 steps")
-    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-    if args.cuda and device.type == "cpu":
-        print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
-    try:  # --compile needs a backend and a C++ compiler (on a GPU, Triton): a tiny compile first
-        if args.compile:
-            torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
-    except Exception as error:  # the run goes on eager, as --cuda does on the CPU
-        args.compile, why = False, str(error).strip().splitlines()[0]
-        print(f"{SCRIPT}: warning: --compile cannot work here, so eager: {why}", file=sys.stderr)
-    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
-    return device, args.run_dir or f"runs/{run_name}"
+def parse_args(argv=None):
+    """The flags in argv, else on the command line, unless a notebook's kernel owns that."""
+    if argv is None and "ipykernel" in sys.modules and Path(sys.argv[0]).name != SCRIPT:
+        argv = []
+    parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
+    parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
+    hyperparameters(parser)  # the algorithm's, in the lesson
+    arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
+    arg("--cuda", action="store_true", help="train on the GPU if one is usable")
+    arg("--compile", action="store_true", help="torch.compile the update; pays from ~250k steps")
+    arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
+    arg("--save-model", action="store_true", help="save the weights in the run directory")
+    arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
+    arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
+    arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
+    # Long and watched runs: long_runs.py, beside the script, does what these ask
+    arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
+    arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
+    arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
+    arg("--resume", metavar="RUN_DIR", help="go on from RUN_DIR/checkpoint.pt; given flags win")
+    arg("--async-envs", action=on_off, default=False, help="step each env in its own process")
+    arg("--track", action="store_true", help="send the run to Weights & Biases (needs wandb)")
+    arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
+    arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
+    args = parser.parse_args(argv)
+    if any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
+        args = long_runs(args).checked_args(parser, argv, args)  # --resume: the saved flags
+    if args.lr_target_kl is not None and args.anneal_lr:
+        fail("--lr-target-kl sets the learning rate itself: add --no-anneal-lr")
+    if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
+        parser.error(f"--num-envs x --num-steps = {batch} does not split into --num-minibatches")
+    return args
 
 
 def checked(convert, ok, must_be):
@@ -342,83 +380,38 @@ unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 log_sigma = checked(float, lambda x: -20 <= x <= 20, "in [-20, 20]")
 
 
-def parse_args(argv=None):
-    """The flags in argv, else on the command line, unless a notebook's kernel owns that."""
-    if argv is None and "ipykernel" in sys.modules and Path(sys.argv[0]).name != SCRIPT:
-        argv = []
-    parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
-    parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
-    arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
-    arg("--env-id", default="Pendulum-v1", help="Gymnasium env id, with Box actions")
-    arg("--seed", type=nonnegative_int, default=1, help="seed of python, numpy, torch and the envs")
-    arg("--total-timesteps", type=positive_int, default=150_000, help="env steps to train for")
-    arg("--num-envs", type=positive_int, default=16, help="envs played in parallel")
-    arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
-    arg("--async-envs", action=on_off, default=False, help="step each env in its own process")
-    arg("--learning-rate", type=positive_float, default=1e-3, help="Adam step size")
-    arg("--gamma", type=unit_interval, default=0.9, help="discount factor")
-    arg("--bootstrap-truncation", action=on_off, default=True, help="off shows the time-limit bug")
-    arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
-    arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
-    arg("--num-minibatches", type=positive_int, default=8, help="minibatches per epoch")
-    arg("--update-epochs", type=positive_int, default=10, help="passes over each rollout")
-    arg("--normalize-advantages", action=on_off, default=True, help="per-minibatch A to N(0, 1)")
-    arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
-    arg("--clip-vloss", action=on_off, default=False, help="clip V around its old values too")
-    arg("--log-std-init", type=log_sigma, default=0.0, help="log sigma of the policy at the start")
-    arg("--critic-hidden", type=positive_int, default=64, help="units in each critic layer")
-    arg("--ent-coef", type=nonnegative_float, default=0.0, help="weight c_H of the entropy bonus")
-    arg("--anneal-ent", action=on_off, default=False, help="decay c_H linearly to 0 as well")
-    arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
-    arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
-    arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
-    arg("--lr-target-kl", type=positive_float, default=None, help="adapt lr (<= start) to this KL")
-    arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--compile", action="store_true", help="torch.compile the update; pays from ~250k steps")
-    arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
-    arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
-    arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
-    arg("--save-model", action="store_true", help="save the weights in the run directory")
-    arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
-    arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
-    arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
-    arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
-    arg("--resume", metavar="RUN_DIR", help="go on from RUN_DIR/checkpoint.pt; given flags win")
-    arg("--track", action="store_true", help="send the run to Weights & Biases (needs wandb)")
-    arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
-    arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
-    args = resumed(parser, argv, parser.parse_args(argv))  # --resume: the saved flags
-    if args.lr_target_kl is not None and args.anneal_lr:
-        fail("--lr-target-kl sets the learning rate itself: add --no-anneal-lr")
-    if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
-        parser.error(f"--num-envs x --num-steps = {batch} does not split into --num-minibatches")
-    return args
-
-
-def resumed(parser, argv, args):
-    """--resume RUN_DIR: the flags of its checkpoint, but for those given again (not the env's)."""
-    if args.load_model and (args.resume or args.checkpoint_every):
-        fail("--load-model evaluates a saved model: it takes no --resume or --checkpoint-every")
-    if not args.resume:
-        return args
-    try:  # data only (weights_only): a file that would run code is refused, its code unrun
-        saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)["args"]
-    except Exception:  # no such folder or file; objects or code; not a checkpoint
-        fail(f"cannot --resume: {args.resume}/checkpoint.pt is missing or not one {SCRIPT} wrote")
-    args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
-    for name in ("env_id", "num_envs", "num_steps", "critic_hidden"):  # the rollout's, the Agent's
-        if getattr(args, name, None) != saved.get(name):
-            fail(f"--resume: --{name.replace('_', '-')} stays {saved[name]}, as in {args.resume}")
-    args.run_dir = args.resume
-    return args
+def set_up(args):
+    """Seeds (the envs get theirs at reset), CPU threads, the device, the run's directory."""
+    random.seed(args.seed)
+    np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
+    torch.manual_seed(args.seed % 2**64)
+    BEFORE["threads"] = torch.get_num_threads()  # given back when the run ends (Log.__exit__)
+    BEFORE["deterministic"] = torch.backends.cudnn.deterministic
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    # One thread is fastest for small batches; 2 cores, for 32,768 steps (benchmarks/results/sps)
+    torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
+    if args.num_envs * args.num_steps > 2**24:  # what a rollout's memory can hold
+        fail(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24 steps")
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+    if args.cuda and device.type == "cpu":
+        print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
+    try:  # --compile needs a backend and a C++ compiler (on a GPU, Triton): a tiny compile first
+        if args.compile:
+            torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
+    except Exception as error:  # the run goes on eager, as --cuda does on the CPU
+        args.compile = False
+        why = str(error).strip().splitlines()[0]
+        print(f"{SCRIPT}: warning: --compile cannot work here, so eager: {why}", file=sys.stderr)
+    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
+    return device, args.run_dir or f"runs/{run_name}"
 
 
 def needs_flattening(space, env_id):
-    """Whether the MLP must see `space` flattened (all but a flat Box); images: one line, exit 2."""
+    """Whether the MLP must see `space` flattened (all but a flat Box); images are refused."""
     if isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
         parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
         for part in parts:
-            needs_flattening(part, env_id)  # exits on a part the MLP cannot take
+            needs_flattening(part, env_id)  # refuses a part the MLP cannot take
         return True
     mlp = f"{SCRIPT} feeds an MLP with flat vectors"
     if isinstance(space, gym.spaces.Box) and len(space.shape) >= 3:
@@ -442,7 +435,10 @@ def make_env(env_id, num_envs, gamma, processes=False, video=False):
     try:
         kwargs = dict(num_envs=num_envs, render_mode="rgb_array" if video else None)  # to film
         kwargs["max_episode_steps"] = find_spec(env_id).max_episode_steps or 1000  # if none: cut
-        envs = EnvProcesses(env_id, kwargs) if processes else gym.make_vec(env_id, **kwargs)
+        if processes:  # --async-envs
+            envs = long_runs().EnvProcesses(env_id, kwargs, SCRIPT)
+        else:
+            envs = gym.make_vec(env_id, **kwargs)
     except Exception as error:  # unknown id or module, no MuJoCo, a MUJOCO_GL that fails
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
@@ -456,54 +452,12 @@ def make_env(env_id, num_envs, gamma, processes=False, video=False):
     return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
 
 
-class EnvProcesses(gym.vector.VectorWrapper):
-    """--async-envs: a process for each env; one that fails or dies: one line, exit 1."""
-
-    def __init__(self, env_id, kwargs):
-        default = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the new processes inherit
-        try:
-            super().__init__(gym.make_vec(env_id, vectorization_mode="async", **kwargs))
-        finally:
-            signal.signal(signal.SIGINT, default)
-
-    def reset(self, **kwargs):
-        return self.quietly(self.env.reset, **kwargs)
-
-    def step(self, actions):
-        return self.quietly(self.env.step, actions)
-
-    def quietly(self, function, *args, **kwargs):
-        level, gym.logger.min_level = gym.logger.min_level, gym.logger.ERROR + 1  # silent
-        try:
-            return function(*args, **kwargs)
-        except Exception as error:  # raised in an env's process, or its pipe broke: it died
-            self.close()
-            message = f"an env process failed: {type(error).__name__}: {error or 'it ended'}"
-            sys.exit(f"{SCRIPT}: error: {' '.join(message.split())}")
-        finally:
-            gym.logger.min_level = level
-
-    def close(self, **kwargs):  # at once: a stop may come mid-step, or find them dead
-        for process in self.env.processes:
-            process.terminate()
-            process.join()
-        self.env.closed = True
-
-
-def make_eval_env(env_id, video_dir=None):
-    """One env for the final evaluation, recording video if asked."""
+def make_eval_env(env_id, render_mode=None):
+    """One env for the final evaluation: the observations that training saw."""
     steps = find_spec(env_id).max_episode_steps or 1000  # as in make_env
-    env = gym.make(env_id, max_episode_steps=steps, render_mode="rgb_array" if video_dir else None)
+    env = gym.make(env_id, max_episode_steps=steps, render_mode=render_mode)
     if needs_flattening(env.observation_space, env_id):
-        env = gym.wrappers.FlattenObservation(env)  # the vectors that training saw
-    if video_dir:
-        try:
-            env.reset(seed=0)
-            env.render()  # a missing renderer (pygame) fails now, not after training
-            env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=lambda _: True)
-        except Exception as error:  # no moviepy, no pygame, no OpenGL for MuJoCo
-            hint = "mujoco" in str(env.spec) and "; with no display, set MUJOCO_GL=egl or osmesa"
-            fail(f"--capture-video: cannot film {env_id}: {error}{hint or ''}")
+        env = gym.wrappers.FlattenObservation(env)  # e.g. Discrete(16): one-hot of 16
     return env
 
 
@@ -525,39 +479,52 @@ def evaluate(agent, env, episodes, seed, device):
     return returns
 
 
-class Run:
-    """TensorBoard, W&B, progress, videos, checkpoints, --resume, SIGTERM stopping like Ctrl-C."""
+class Log:
+    """TensorBoard and the progress line; the steps, episodes and losses of a run, its end.
+    A flag of long or watched runs brings long_runs.py, whose LongRun extends this class."""
 
     def __init__(self, args, run_dir, agent, optimizer, envs):
-        self.args, self.run_dir, self.agent, self.optimizer = args, run_dir, agent, optimizer
-        self.envs, self.checkpoint = envs, f"{run_dir}/checkpoint.pt"
-        self.iteration, self.global_step, self.episode_returns, self.ended_episodes = 0, 0, [], []
-        if args.resume:  # weights, optimizer, statistics, counters, RNGs and episodes go on
-            self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=True))
-        self.wandb = self.track(args) if args.track else None  # before the writer it syncs
-        purge_step = self.global_step + 1 if args.resume else None  # drop logs past checkpoint
+        self.script = SCRIPT  # the name its lines begin with, long_runs.py's too
+        self.args = args
+        self.run_dir = run_dir
+        self.agent = agent
+        self.optimizer = optimizer
+        self.envs = envs
+        self.iteration = 0  # of the last update
+        self.global_step = 0  # env steps taken
+        self.episode_returns = []  # (step, return) of every episode that ended
+        self.ended_episodes = []  # those of the rollout under way, logged at its update
+        self.entropy = np.nan  # the last update's, for the progress line
+        self.purge_step = None  # where TensorBoard's curves go on (a resumed run: after it)
+        self.interrupted = False
+        self.stopped_by = "Ctrl-C"  # what interrupts it: long_runs.py adds SIGTERM
+
+    def __enter__(self):
+        """The run's TensorBoard; the progress line's clock."""
         try:
-            self.writer = SummaryWriter(run_dir, purge_step=purge_step)
+            self.writer = SummaryWriter(self.run_dir, purge_step=self.purge_step)
         except OSError as error:  # --run-dir is a file, or cannot be made
-            fail(f"cannot write TensorBoard's files to {run_dir}: {error}")
-        table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+            fail(f"cannot write TensorBoard's files to {self.run_dir}: {error}")
+        table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
         self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table, self.global_step)
-        resumed = f", going on from step {self.global_step}" if args.resume else ""
-        print(f"{SCRIPT}: {args.env_id}, seed {args.seed}, logging to {run_dir}{resumed}")
-        self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
-        self.snapshot = self.state() if args.checkpoint_every else None
-        self.signal, self.training, self.entropy = None, True, np.nan  # the last update's entropy
-        self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
-        self.start_time, self.start_step = time.time(), self.global_step
-        self.last_print, self.printed_step = self.start_time, self.global_step
-        rollouts = args.total_timesteps // (args.num_envs * args.num_steps)  # reinforce: at most
-        self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
-        self.frames = None  # --capture-video: the rollout after every video_every-th (ten a run)
-        self.fps = envs.metadata.get("render_fps") or 25  # the env's frames a second
-        self.film_every = -(-self.fps // 25)  # ceil(fps / 25) steps a frame: 25 a second at most
+        print(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, logging to {self.run_dir}")
+        self.start_time = time.time()
+        self.start_step = self.global_step
+        self.last_print = self.start_time
+        self.printed_step = self.global_step
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        """Ctrl-C stops training cleanly (True: it goes no further); other errors go on up."""
+        torch.set_num_threads(BEFORE["threads"])  # torch's settings, as set_up() found them
+        torch.backends.cudnn.deterministic = BEFORE["deterministic"]
+        self.interrupted = kind is KeyboardInterrupt
+        if kind is not None and not self.interrupted:
+            self.writer.close()
+        return self.interrupted
 
     def iterations(self, num_iterations):
-        """1 to num_iterations (resumed: on from the next). --load-model: none, its weights in."""
+        """1 to num_iterations, on from the last update. --load-model: none, its weights in."""
         if not self.args.load_model:
             return range(self.iteration + 1, num_iterations + 1)
         try:  # what --save-model wrote: weights, and statistics where the Agent has them
@@ -567,123 +534,79 @@ class Run:
         return range(0)
 
     def episodes(self, global_step, infos):
-        """Note which envs ended an episode at this step, and its return and length; film."""
+        """Note which envs ended an episode at this step, and its return and length."""
         if "_episode" in infos:  # written once per rollout, by update()
             self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
-        try:  # in a filmed rollout, every film_every-th step: up to 16 envs, 128 px wide or less
-            if self.frames is not None and global_step // self.envs.num_envs % self.film_every == 0:
-                Image = importlib.import_module("PIL.Image")  # Pillow, imported only to film
-                frames = [Image.fromarray(frame) for frame in self.envs.render()[:16]]
-                n = -(-frames[0].width // 128)  # each n x n pixels to their mean: thin lines stay
-                self.frames.append(np.stack([np.asarray(frame.reduce(n)) for frame in frames]))
-        except Exception as error:  # no renderer, or no display: one warning, no more films
-            print(f"{SCRIPT}: warning: training goes on unfilmed: {error}", file=sys.stderr)
-            self.frames, self.video_every = None, 0
 
     def update(self, iteration, global_step, **losses):
-        """After each update: learning rate, SPS, losses/NAME, progress(); checkpoint if due."""
-        self.iteration, self.global_step, self.entropy = iteration, global_step, losses["entropy"]
+        """After each update: the learning rate, SPS, losses/NAME, and progress()."""
+        self.iteration = iteration
+        self.global_step = global_step
+        self.entropy = losses["entropy"]
         lr = self.optimizer.param_groups[0]["lr"]
         self.writer.add_scalar("charts/learning_rate", lr, global_step)
         self.writer.add_scalar("charts/SPS", self.sps(global_step), global_step)
         for name, value in losses.items():  # explained_variance is 0 / 0 if G is flat: not logged
             if value.isfinite():
                 self.writer.add_scalar(f"losses/{name}", value.item(), global_step)
-        if self.frames:  # the rollout just filmed
-            self.write_gif("videos/training", np.stack(self.frames), global_step)
-        self.frames = [] if self.video_every and iteration % self.video_every == 0 else None
         self.progress(global_step)
-        if self.args.checkpoint_every:
-            self.snapshot = self.state()  # what a stop before the next update saves
-            if global_step - (self.saved_step or 0) >= self.args.checkpoint_every:
-                self.save()
 
-    def sps(self, global_step):  # env steps per second of this process, not before a --resume
+    def sps(self, global_step):  # env steps per second of this process
         return int((global_step - self.start_step) / (time.time() - self.start_time))
 
     def progress(self, global_step, end=False):
         """The episodes that ended since the last call; progress every 2 s and at the end."""
         if self.ended_episodes:
             log_episodes(self.writer, self.ended_episodes, self.episode_returns)
-        self.ended_episodes, sps = [], self.sps(global_step)
+        self.ended_episodes = []
+        sps = self.sps(global_step)
         if time.time() - self.last_print > 2 or (end and self.printed_step != global_step):
-            self.last_print, self.printed_step = time.time(), global_step
+            self.last_print = time.time()
+            self.printed_step = global_step
             recent = np.mean([r for _, r in self.episode_returns[-20:]] or [np.nan])
             left = f"{max(0, self.args.total_timesteps - global_step) / max(sps, 1):4.0f}s left"
             steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5} | {left}"
             print(f"{steps} | return (last 20 episodes) {recent:6.1f} | entropy {self.entropy:.2f}")
 
-    def return_rms(self):  # the statistics of NormalizeReward (ppo_continuous.py has one)
-        wrappers = [self.envs]
-        while hasattr(wrappers[-1], "env"):
-            wrappers.append(wrappers[-1].env)
-        return [wrapper.return_rms for wrapper in wrappers if hasattr(wrapper, "return_rms")]
+    def finish(self, global_step):
+        """The end of a run, trained, stopped or loaded: last logs, --save-model, evaluation."""
+        self.envs.close()
+        sps = self.sps(global_step)
+        self.progress(global_step, end=global_step > 0 and not self.interrupted)
+        if self.interrupted:  # what stopped the run, and how to go on
+            print(f"{SCRIPT}: stopped by {self.stopped_by} at step {global_step}; {self.go_on()}")
+        if self.args.save_model:
+            torch.save(self.agent.state_dict(), f"{self.run_dir}/{Path(SCRIPT).stem}.pt")
+            print(f"saved the weights to {self.run_dir}/{Path(SCRIPT).stem}.pt")
+        episodes = 0 if self.interrupted else self.args.eval_episodes
+        eval_env = self.eval_env()
+        device = next(self.agent.parameters()).device
+        eval_returns = evaluate(self.agent, eval_env, episodes, self.args.seed + 10_000, device)
+        eval_env.close()
+        for episode, episode_return in enumerate(eval_returns):
+            self.writer.add_scalar("eval/episodic_return", episode_return, episode)
+        if eval_returns:
+            mean, std = np.mean(eval_returns), np.std(eval_returns)
+            print(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
+        self.writer.close()
+        result = dict(agent=self.agent, episode_returns=self.episode_returns, sps=sps)
+        return result | dict(
+            global_step=global_step, eval_returns=eval_returns, run_dir=self.run_dir
+        )
 
-    def state(self):
-        """All that --resume needs, copied, as of the last update: tensors and plain values."""
-        name, keys, *rest = np.random.get_state()  # numpy's MT19937: 624 words, as plain ints
-        rng = random.getstate(), (name, keys.tolist(), *rest), torch.get_rng_state()
-        rng += (torch.cuda.get_rng_state_all(),)  # [] without CUDA
-        agent, optimizer = copy.deepcopy((self.agent.state_dict(), self.optimizer.state_dict()))
-        rms = [torch.from_numpy(np.array([r.mean, r.var, r.count])) for r in self.return_rms()]
-        state = dict(agent=agent, optimizer=optimizer, return_rms=rms, rng=rng)
-        state |= dict(iteration=self.iteration, global_step=self.global_step)
-        return state | dict(episode_returns=list(self.episode_returns), args=dict(vars(self.args)))
+    def eval_env(self, render_mode=None):  # long_runs.py films it
+        return make_eval_env(self.args.env_id, render_mode)
 
-    def restore(self, checkpoint):
-        """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
-        self.agent.load_state_dict(checkpoint["agent"])
-        self.optimizer.load_state_dict(checkpoint["optimizer"])
-        for rms, statistics in zip(self.return_rms(), checkpoint["return_rms"], strict=True):
-            rms.mean, rms.var, rms.count = statistics.tolist()  # float64, as they were
-        self.iteration, self.global_step = checkpoint["iteration"], checkpoint["global_step"]
-        self.episode_returns = checkpoint["episode_returns"]
-        setters = random.setstate, np.random.set_state, torch.set_rng_state
-        setters += (torch.cuda.set_rng_state_all,)  # none without CUDA
-        for set_state, rng in zip(setters, checkpoint["rng"], strict=True):
-            set_state(rng)
+    def go_on(self):  # long_runs.py: the checkpoint
+        return "no checkpoint to resume from"
 
-    def save(self):
-        """checkpoint.pt <- the snapshot, written beside it and renamed: a kill leaves it whole."""
-        torch.save(self.snapshot, f"{self.checkpoint}.tmp")
-        Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
-        self.saved_step = self.snapshot["global_step"]
-        self.writer.flush()  # after a kill, the curves reach the checkpoint at least
 
-    def write_gif(self, tag, frames, step):
-        """Frames (T, N, H, W, 3): a GIF of 4 envs a row (torch's add_video needs moviepy 1)."""
-        from io import BytesIO
-
-        Image = importlib.import_module("PIL.Image")
-        Summary = importlib.import_module("tensorboard.compat.proto.summary_pb2").Summary
-        t, n, h, w, c = frames.shape
-        rows, cols = -(-n // 4), min(n, 4)
-        tiles = np.pad(frames, [(0, 0), (0, rows * cols - n), (0, 0), (0, 0), (0, 0)])
-        grid = tiles.reshape(t, rows, cols, h, w, c).swapaxes(2, 3).reshape(t, rows * h, -1, c)
-        palette, ms = Image.Quantize.FASTOCTREE, 1000 * self.film_every / self.fps  # real time
-        gif, images = BytesIO(), [Image.fromarray(frame).quantize(method=palette) for frame in grid]
-        images[0].save(gif, "GIF", save_all=True, append_images=images[1:], duration=ms, loop=0)
-        image = Summary.Image(height=rows * h, width=cols * w, encoded_image_string=gif.getvalue())
-        summary = Summary(value=[Summary.Value(tag=tag, image=image)])
-        self.writer.file_writer.add_summary(summary, step)
-
-    def track(self, args):
-        """--track: W&B syncs TensorBoard, with flags and code; its id is kept for --resume."""
-        args.wandb_id = getattr(args, "wandb_id", None) or f"{time.time_ns():x}"
-        where = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=args.wandb_id)
-        how = dict(name=Path(self.run_dir).name, config=vars(args), save_code=True, resume="allow")
-        try:  # WANDB_MODE=offline needs no account
-            return importlib.import_module("wandb").init(**where, **how, sync_tensorboard=True)
-        except ImportError:
-            fail("--track needs wandb: pip install wandb")
-        except Exception as error:  # not logged in, no network, a bad project name
-            fail(f"--track: {error}; with no W&B account, set WANDB_MODE=offline")
-
-    def stop(self, signum, frame):
-        """SIGTERM (Slurm, docker stop): stop like Ctrl-C; finish() exits with 128 + 15."""
-        self.signal = signum
-        if self.training:  # in finish(), the run ends as it would have, then exits
-            raise KeyboardInterrupt
+def start_log(args, run_dir, agent, optimizer, envs):
+    """A Log; with a flag of long or watched runs, long_runs.py's LongRun, which extends it."""
+    if not any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
+        return Log(args, run_dir, agent, optimizer, envs)
+    LongRun = type("LongRun", (long_runs().LongRun, Log), {})  # its methods first, then Log's
+    return LongRun(args, run_dir, agent, optimizer, envs)
 
 
 def log_episodes(writer, ended_episodes, history):
@@ -696,60 +619,40 @@ def log_episodes(writer, ended_episodes, history):
     history.extend(zip(steps, returns, strict=True))  # every (step, return), for the caller
     if len(returns) > 256:  # one point, their mean, at the last step
         writer.add_scalar("charts/episodes", len(returns), steps[-1])
-        steps, returns, lengths = [steps[-1]], [np.mean(returns)], [np.mean(lengths)]
+        steps = [steps[-1]]
+        returns = [np.mean(returns)]
+        lengths = [np.mean(lengths)]
     for step, episode_return, length in zip(steps, returns, lengths, strict=True):
         writer.add_scalar("charts/episodic_return", episode_return, step)
         writer.add_scalar("charts/episodic_length", length, step)
 
 
-def finish(args, agent, envs, eval_env, run, global_step=0, interrupted=False):
-    """The end of a run, trained, stopped or loaded: last logs, checkpoint, save, evaluation."""
-    run.training = False  # a SIGTERM from now on lets the run end, then exits with 143
-    envs.close()
-    device = next(agent.parameters()).device
-    sps = run.sps(global_step)
-    run.progress(global_step, end=global_step > 0 and not interrupted)
-    if run.snapshot is not None and run.snapshot["global_step"] != run.saved_step:
-        run.save()  # the last update's state; a finished run can go on with more steps, too
-    if interrupted:  # what stopped the run, and how to go on
-        how = f"stopped by {'SIGTERM' if run.signal else 'Ctrl-C'} at step {global_step}"
-        go_on = f"checkpoint of step {run.saved_step} in {run.checkpoint}; python {SCRIPT} --resume"
-        end = f"{go_on} {run.run_dir}" if args.checkpoint_every else "no checkpoint to resume from"
-        print(f"{SCRIPT}: {how}; {end}")
-    if args.save_model:
-        torch.save(agent.state_dict(), f"{run.run_dir}/{Path(SCRIPT).stem}.pt")
-        print(f"saved the weights to {run.run_dir}/{Path(SCRIPT).stem}.pt")
-    episodes = 0 if interrupted else args.eval_episodes
-    eval_returns = evaluate(agent, eval_env, episodes, args.seed + 10_000, device)
-    for episode, episode_return in enumerate(eval_returns):
-        run.writer.add_scalar("eval/episodic_return", episode_return, episode)
-    if eval_returns:
-        mean, std = np.mean(eval_returns), np.std(eval_returns)
-        print(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
-    eval_env.close()
-    run.writer.close()
-    if run.wandb:  # after the writer: W&B syncs its last events
-        run.wandb.finish()
-    signal.signal(signal.SIGTERM, run.default_sigterm)
-    if run.signal:  # the conventional status: 128 + the signal's number, 143 for SIGTERM
-        sys.exit(128 + run.signal)
-    result = dict(agent=agent, episode_returns=run.episode_returns, global_step=global_step)
-    return result | dict(sps=sps, eval_returns=eval_returns, run_dir=run.run_dir)
-
-
 def fail(message):
-    """Bad input: one line on stderr and exit status 2, never a traceback."""
-    print(f"{SCRIPT}: error: {' '.join(str(message).split())}", file=sys.stderr)
-    sys.exit(2)
+    """Bad input: a ValueError whose message is the one line to print (exit status 2)."""
+    raise ValueError(f"{SCRIPT}: error: {' '.join(str(message).split())}")
 
 
-def check_finite(loss, iteration, run):
+def check_finite(loss, iteration):
     """Stop on a NaN or inf loss before it reaches the weights, naming the iteration."""
     if not torch.isfinite(loss):
-        run.writer.close()
         message = f"loss is {loss.item()} at iteration {iteration}; try a smaller --learning-rate"
-        sys.exit(f"{SCRIPT}: error: {message}")
+        raise FloatingPointError(f"{SCRIPT}: error: {message}")
+
+
+def long_runs(args=None):
+    """long_runs.py, beside the script: checkpoints, --resume, films, W&B, env processes."""
+    try:
+        return importlib.import_module("long_runs")
+    except ModuleNotFoundError as error:
+        if error.name != "long_runs":
+            raise
+        given = [f"--{flag.replace('_', '-')}" for flag in LONG_RUN_FLAGS if getattr(args, flag)]
+        fail(f"{' '.join(given)} needs long_runs.py: put it beside {SCRIPT}, from its repository")
 
 
 if __name__ == "__main__":
-    train(parse_args())
+    try:
+        train(parse_args())
+    except (ValueError, FloatingPointError, ChildProcessError) as error:  # one line, no traceback
+        print(error, file=sys.stderr)
+        sys.exit(2 if isinstance(error, ValueError) else 1)  # 2: bad input; 1: the run failed

@@ -5,8 +5,8 @@ are measured against.
 The hyperparameters are copied from rl-zoo3 2.9.2 `hyperparams/ppo.yml` (CartPole-v1 and
 Pendulum-v1; neither uses `normalize` or `policy_kwargs`, so SB3's defaults hold for the rest,
 e.g. Pendulum's batch_size 64). `lin_X` means a linear decay from X to 0 over training. A test
-in test_all.py reads that file from the rl_zoo3 package (pinned in requirements-dev.txt) and
-checks that the copy below equals it, key for key.
+in benchmarks/test_benchmarks.py reads that file from the rl_zoo3 package (pinned in
+requirements-dev.txt) and checks that the copy below equals it, key for key.
 
 It writes the same TensorBoard tags as our scripts, with its own SummaryWriter:
 `charts/episodic_return` and `charts/episodic_length` (x = global env step, one per finished

@@ -1,0 +1,280 @@
+# SPDX-License-Identifier: MIT
+"""The machinery of long and watched runs, written once for the five scripts beside it.
+
+A script imports this file only when one of these flags asks for it:
+
+    --checkpoint-every N   a checkpoint every N env steps; SIGTERM (Slurm, docker stop) then
+                           stops the run as Ctrl-C does, and a stopped run leaves one behind
+    --resume RUN_DIR       go on from RUN_DIR/checkpoint.pt, exactly where the run stopped
+    --capture-video        films: a grid of the envs over a rollout, ten times a run (a GIF in
+                           TensorBoard), and the final evaluation as mp4
+    --track                the run in Weights & Biases (flags, TensorBoard scalars, films, code)
+    --async-envs           each env in a process of its own
+
+Each script's Log writes TensorBoard and the progress line. LongRun below extends it method by
+method (the script builds the class LongRun(long_runs.LongRun, Log)), so train() never sees a
+checkpoint, a signal, a film or W&B: it hands the Log its steps, episodes and losses as always.
+Copied alone, a script answers each of these flags in one line naming this file.
+"""
+
+import argparse
+import copy
+import importlib
+import random
+import signal
+import sys
+import time
+from io import BytesIO
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+
+def checked_args(parser, argv, args):
+    """The flags of a long run, checked. --resume RUN_DIR: its checkpoint's, but those given."""
+    script = parser.prog
+    if args.load_model and (args.resume or args.checkpoint_every):
+        fail(
+            script,
+            "--load-model evaluates a saved model: it takes no --resume or --checkpoint-every",
+        )
+    if not args.resume:
+        return args
+    try:  # data only (weights_only): a file that would run code is refused, its code unrun
+        saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)["args"]
+    except Exception:  # no such folder or file; objects or code; not a checkpoint
+        fail(
+            script,
+            f"cannot --resume: {args.resume}/checkpoint.pt is missing or not one {script} wrote",
+        )
+    args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
+    for name in ("env_id", "num_envs", "num_steps", "critic_hidden"):  # the rollout's, the Agent's
+        if getattr(args, name, None) != saved.get(name):
+            fail(
+                script,
+                f"--resume: --{name.replace('_', '-')} stays {saved[name]}, as in {args.resume}",
+            )
+    args.run_dir = args.resume
+    return args
+
+
+def fail(script, message):
+    """Bad input: a ValueError whose message is the one line the script prints (exit status 2)."""
+    raise ValueError(f"{script}: error: {' '.join(str(message).split())}")
+
+
+class LongRun:
+    """What long and watched runs add to a script's Log: checkpoints and --resume, SIGTERM,
+    films, W&B. Each method does its part, then hands on to the Log's own (super())."""
+
+    def __init__(self, args, run_dir, agent, optimizer, envs):
+        super().__init__(args, run_dir, agent, optimizer, envs)
+        self.checkpoint = f"{run_dir}/checkpoint.pt"
+        if args.resume:  # weights, optimizer, statistics, counters, RNGs and episodes go on
+            self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=True))
+            self.purge_step = self.global_step + 1  # TensorBoard drops what came after it
+        self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
+        self.snapshot = self.state() if args.checkpoint_every else None
+        self.wandb = self.track(args) if args.track else None  # before the writer it syncs
+        self.filmed_env = self.film_evaluation() if args.capture_video else None
+        rollouts = args.total_timesteps // (args.num_envs * args.num_steps)  # reinforce: at most
+        self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
+        self.frames = None  # the rollout after every video_every-th (ten a run), filmed
+        self.fps = envs.metadata.get("render_fps") or 25  # the env's frames a second
+        self.film_every = -(-self.fps // 25)  # ceil(fps / 25) steps a frame: 25 a second at most
+        self.training = True
+        self.signal = None
+
+    def __enter__(self):
+        """SIGTERM stops training as Ctrl-C does; finish() gives the old handler back."""
+        self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
+        if self.args.resume:
+            print(f"{self.script}: going on from step {self.global_step} of {self.checkpoint}")
+        return super().__enter__()
+
+    def __exit__(self, kind, error, traceback):
+        self.training = False  # a SIGTERM from now on lets the run end, then ends the process
+        if kind not in (None, KeyboardInterrupt):  # an error: no finish() to give it back
+            signal.signal(signal.SIGTERM, self.default_sigterm)
+        return super().__exit__(kind, error, traceback)
+
+    def stop(self, signum, frame):
+        """SIGTERM: stop like Ctrl-C; after finish(), the process ends by the same signal."""
+        self.signal = signum
+        self.stopped_by = "SIGTERM"
+        if self.training:
+            raise KeyboardInterrupt
+
+    def episodes(self, global_step, infos):
+        """In a filmed rollout, every film_every-th step: up to 16 envs, 128 px wide or less."""
+        super().episodes(global_step, infos)
+        try:
+            if self.frames is not None and global_step // self.envs.num_envs % self.film_every == 0:
+                Image = importlib.import_module("PIL.Image")  # Pillow, imported only to film
+                frames = [Image.fromarray(frame) for frame in self.envs.render()[:16]]
+                n = -(-frames[0].width // 128)  # each n x n pixels to their mean: thin lines stay
+                self.frames.append(np.stack([np.asarray(frame.reduce(n)) for frame in frames]))
+        except Exception as error:  # no renderer, or no display: one warning, no more films
+            print(f"{self.script}: warning: training goes on unfilmed: {error}", file=sys.stderr)
+            self.frames = None
+            self.video_every = 0
+
+    def update(self, iteration, global_step, **losses):
+        """The film of the rollout just played; a checkpoint when one is due."""
+        super().update(iteration, global_step, **losses)
+        if self.frames:
+            self.write_gif("videos/training", np.stack(self.frames), global_step)
+        self.frames = [] if self.video_every and iteration % self.video_every == 0 else None
+        if self.args.checkpoint_every:
+            self.snapshot = self.state()  # what a stop before the next update saves
+            if global_step - (self.saved_step or 0) >= self.args.checkpoint_every:
+                self.save()
+
+    def finish(self, global_step):
+        """The last checkpoint, the run's end as the Log has it, W&B's end; then a SIGTERM
+        that stopped the run ends the process, by the handler that was there before it."""
+        if self.snapshot is not None and self.snapshot["global_step"] != self.saved_step:
+            self.save()  # the last update's state; a finished run can go on with more steps, too
+        result = super().finish(global_step)
+        if self.wandb:  # after the writer: W&B syncs its last events
+            self.wandb.finish()
+        signal.signal(signal.SIGTERM, self.default_sigterm)
+        if self.signal:  # by default, the process ends: a shell's status 128 + 15 = 143
+            sys.stdout.flush()
+            sys.stderr.flush()
+            signal.raise_signal(self.signal)
+        return result
+
+    def go_on(self):
+        if not self.args.checkpoint_every:
+            return super().go_on()
+        resume = f"python {self.script} --resume {self.run_dir}"
+        return f"checkpoint of step {self.saved_step} in {self.checkpoint}; {resume}"
+
+    def eval_env(self, render_mode=None):
+        """--capture-video: the evaluation filmed (made at the start: a renderer fails early)."""
+        return self.filmed_env or super().eval_env(render_mode)
+
+    def film_evaluation(self):
+        env = super().eval_env(render_mode="rgb_array")
+        try:
+            env.reset(seed=0)
+            env.render()  # a missing renderer (pygame) fails now, not after training
+            episodes = lambda _: True  # noqa: E731
+            return gym.wrappers.RecordVideo(env, f"{self.run_dir}/videos", episode_trigger=episodes)
+        except Exception as error:  # no moviepy, no pygame, no OpenGL for MuJoCo
+            hint = "mujoco" in str(env.spec) and "; with no display, set MUJOCO_GL=egl or osmesa"
+            fail(
+                self.script, f"--capture-video: cannot film {self.args.env_id}: {error}{hint or ''}"
+            )
+
+    # ---- checkpoints: all a resumed run needs, as data only ----
+
+    def return_rms(self):  # the statistics of NormalizeReward (ppo_continuous.py has one)
+        wrappers = [self.envs]
+        while hasattr(wrappers[-1], "env"):
+            wrappers.append(wrappers[-1].env)
+        return [wrapper.return_rms for wrapper in wrappers if hasattr(wrapper, "return_rms")]
+
+    def state(self):
+        """All that --resume needs, copied, as of the last update: tensors and plain values."""
+        name, keys, *rest = np.random.get_state()  # numpy's MT19937: 624 words, as plain ints
+        rng = random.getstate(), (name, keys.tolist(), *rest), torch.get_rng_state()
+        rng += (torch.cuda.get_rng_state_all(),)  # [] without CUDA
+        agent = copy.deepcopy(self.agent.state_dict())
+        optimizer = copy.deepcopy(self.optimizer.state_dict())
+        rms = [torch.from_numpy(np.array([r.mean, r.var, r.count])) for r in self.return_rms()]
+        state = dict(agent=agent, optimizer=optimizer, return_rms=rms, rng=rng)
+        state |= dict(iteration=self.iteration, global_step=self.global_step)
+        return state | dict(episode_returns=list(self.episode_returns), args=dict(vars(self.args)))
+
+    def restore(self, checkpoint):
+        """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
+        self.agent.load_state_dict(checkpoint["agent"])
+        self.optimizer.load_state_dict(checkpoint["optimizer"])
+        for rms, statistics in zip(self.return_rms(), checkpoint["return_rms"], strict=True):
+            rms.mean, rms.var, rms.count = statistics.tolist()  # float64, as they were
+        self.iteration = checkpoint["iteration"]
+        self.global_step = checkpoint["global_step"]
+        self.episode_returns = checkpoint["episode_returns"]
+        setters = random.setstate, np.random.set_state, torch.set_rng_state
+        setters += (torch.cuda.set_rng_state_all,)  # none without CUDA
+        for set_state, rng in zip(setters, checkpoint["rng"], strict=True):
+            set_state(rng)
+
+    def save(self):
+        """checkpoint.pt <- the snapshot, written beside it and renamed: a kill leaves it whole."""
+        torch.save(self.snapshot, f"{self.checkpoint}.tmp")
+        Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
+        self.saved_step = self.snapshot["global_step"]
+        self.writer.flush()  # after a kill, the curves reach the checkpoint at least
+
+    # ---- films and W&B ----
+
+    def write_gif(self, tag, frames, step):
+        """Frames (T, N, H, W, 3): a GIF of 4 envs a row (torch's add_video needs moviepy 1)."""
+        Image = importlib.import_module("PIL.Image")
+        Summary = importlib.import_module("tensorboard.compat.proto.summary_pb2").Summary
+        t, n, h, w, c = frames.shape
+        rows = -(-n // 4)
+        cols = min(n, 4)
+        tiles = np.pad(frames, [(0, 0), (0, rows * cols - n), (0, 0), (0, 0), (0, 0)])
+        grid = tiles.reshape(t, rows, cols, h, w, c).swapaxes(2, 3).reshape(t, rows * h, -1, c)
+        palette = Image.Quantize.FASTOCTREE
+        images = [Image.fromarray(frame).quantize(method=palette) for frame in grid]
+        gif = BytesIO()
+        ms = 1000 * self.film_every / self.fps  # real time
+        images[0].save(gif, "GIF", save_all=True, append_images=images[1:], duration=ms, loop=0)
+        image = Summary.Image(height=rows * h, width=cols * w, encoded_image_string=gif.getvalue())
+        summary = Summary(value=[Summary.Value(tag=tag, image=image)])
+        self.writer.file_writer.add_summary(summary, step)
+
+    def track(self, args):
+        """--track: W&B syncs TensorBoard, with flags and code; its id is kept for --resume."""
+        args.wandb_id = getattr(args, "wandb_id", None) or f"{time.time_ns():x}"
+        where = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=args.wandb_id)
+        how = dict(name=Path(self.run_dir).name, config=vars(args), save_code=True, resume="allow")
+        try:  # WANDB_MODE=offline needs no account
+            return importlib.import_module("wandb").init(**where, **how, sync_tensorboard=True)
+        except ImportError:
+            fail(self.script, "--track needs wandb: pip install wandb")
+        except Exception as error:  # not logged in, no network, a bad project name
+            fail(self.script, f"--track: {error}; with no W&B account, set WANDB_MODE=offline")
+
+
+class EnvProcesses(gym.vector.VectorWrapper):
+    """--async-envs: a process for each env; one that fails or dies: a ChildProcessError."""
+
+    def __init__(self, env_id, kwargs, script):
+        self.script = script
+        default = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the new processes inherit
+        try:
+            super().__init__(gym.make_vec(env_id, vectorization_mode="async", **kwargs))
+        finally:
+            signal.signal(signal.SIGINT, default)
+
+    def reset(self, **kwargs):
+        return self.quietly(self.env.reset, **kwargs)
+
+    def step(self, actions):
+        return self.quietly(self.env.step, actions)
+
+    def quietly(self, function, *args, **kwargs):
+        level = gym.logger.min_level
+        gym.logger.min_level = gym.logger.ERROR + 1  # silent
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:  # raised in an env's process, or its pipe broke: it died
+            self.close()
+            message = f"an env process failed: {type(error).__name__}: {error or 'it ended'}"
+            raise ChildProcessError(f"{self.script}: error: {' '.join(message.split())}") from None
+        finally:
+            gym.logger.min_level = level
+
+    def close(self, **kwargs):  # at once: a stop may come mid-step, or find them dead
+        for process in self.env.processes:
+            process.terminate()
+            process.join()
+        self.env.closed = True
