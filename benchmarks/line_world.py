@@ -54,7 +54,7 @@ RUNS = [
 ]
 
 
-# The course's own runs (C3 in ../shared/COURSES.md), which no script's flags can say: episodes
+# The line-world MP's own runs, which no script's flags can say: episodes
 # as the unit of a batch (4 whole episodes), 8 epochs of minibatches of 64 on each, one hidden
 # layer of 16 ReLU units in each network, the critic's loss times 0.01 in one Adam step with the
 # policy's, 2,000 episodes in all. course_run() builds them from the script's own Agent (its
@@ -73,8 +73,8 @@ COURSE = dict(
     minibatch=64,  # 80 steps a batch: minibatches of 64 and 16, reshuffled each epoch
     hidden=16,
     critic_coef=0.01,
-    gamma=0.99,  # the scripts' default; COURSES.md gives no discount for these runs
-    clip_coef=0.2,  # ppo.py's default; COURSES.md gives none for the line world
+    gamma=0.99,  # the scripts' default; the MP gives no discount for these runs
+    clip_coef=0.2,  # ppo.py's default; the MP gives none for the line world
 )
 
 

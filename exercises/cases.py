@@ -93,6 +93,7 @@ class Case:
     parts: tuple = ()  # the names of a tuple's parts, for the grader's line
     scale: float = 1.0  # the size of the numbers it computes from: the tolerance's floor
     tolerance: float = None  # an absolute tolerance of the case's own (a course's), else RTOL
+    course: str = ""  # for a course's own test: whose, in words
 
 
 def against(rung, name, label, inputs, call, parts=(), scale=1.0):
@@ -144,6 +145,13 @@ def moves(loss, **groups):
     if isinstance(loss, torch.Tensor) and loss.requires_grad:
         backward(loss)
     return moved(**groups)
+
+
+def alike(x, shape, what):
+    """Refuse x unless a tensor of that shape, before any arithmetic that would broadcast it."""
+    if not isinstance(x, torch.Tensor) or x.shape != tuple(shape):
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"{what} has shape {got}, not {tuple(shape)}")
 
 
 def near(x, target, within):
@@ -199,7 +207,33 @@ def discounted_returns_cases():
         dones = t(c["dones"], torch.bool)
         return fn(t(c["rewards"]), dones, 0.5, last_value=t(c["last_value"]))
 
-    return cases + [Case("time-major (T, N): each env on its own", inputs, two, c["expected"])]
+    cases.append(Case("time-major (T, N): each env on its own", inputs, two, c["expected"]))
+    return cases + [line_world_case()]
+
+
+# The line-world MP's own reward-to-go check: two episodes of rewards 0, 1, ..., 10, each ended by
+# its last step, at a discount of 0.5. Its values, rounded by the MP: G_10 = 10, G_9 = 9 + 5 = 14,
+# G_8 = 8 + 7 = 15, ..., G_0 = sum_k k / 2^k = 1.98828125.
+LINE_WORLD_RETURNS = [1.9883, 3.9766, 5.9531, 7.9062, 9.8125, 11.625, 13.25, 14.5, 15.0, 14.0, 10.0]
+
+
+def line_world_case():
+    """The MP's check as train() would pass it: one env, (T, N) = (22, 1), to 1e-4 (its values
+    are rounded)."""
+    rewards, dones = list(range(11)) * 2, ([False] * 10 + [True]) * 2
+
+    def call(fn):
+        return fn(column(rewards), column(dones, torch.bool), 0.5)
+
+    return Case(
+        "the line-world MP's own reward-to-go check (to 1e-4)",
+        "rewards 0, 1, ..., 10 twice, dones True at the two 10s, gamma=0.5, last_value=None",
+        call,
+        [[g] for g in LINE_WORLD_RETURNS * 2],
+        kind="course",
+        tolerance=1e-4,
+        course="the line-world MP's own check",
+    )
 
 
 # ---- reinforce_loss(logprobs, returns) ----------------------------------------------------------
@@ -496,6 +530,7 @@ def get_action_and_value_cases():
         agent = fresh("gaussian", gaussian_agent)
         with torch.no_grad():
             samples = fn(agent, torch.randn(20_000, 3))[0]
+        alike(samples, (20_000, 2), "the action")
         mean, std = samples.mean(0), samples.std(0)
         near = lambda x, y: torch.where((x - t(y)).abs() < 0.03, t(y), x)  # noqa: E731
         return near(mean, GAUSSIAN["mean"]), near(std, GAUSSIAN["std"])
@@ -748,9 +783,12 @@ def get_action_and_value_random():
             agent = fresh(("input", seed), lambda: input_agent(seed))
             with seeded(seed), torch.no_grad():
                 action, logprob, _, value = fn(agent, x.clone())
+                alike(action, (size, 2), "the action")
                 _, own_logprob, _, own_value = own("ppo_continuous", "Agent.get_action_and_value")(
                     agent, x, action
                 )
+                alike(logprob, own_logprob.shape, "log pi(a|x)")
+                alike(value, own_value.shape, "V(x)")
                 z = (action - agent.actor_mean(x)) / agent.actor_logstd.exp()
             return (
                 list(action.shape),
@@ -822,7 +860,7 @@ def adapted_lr_random():
     return cases
 
 
-# ---- the CartPole homework's own tests (C1 of the courses' facts, ../shared/COURSES.md) ---------
+# ---- the CartPole homework's own tests ---------------------------------------------------------
 # The course fixes each loss on random data: after torch.manual_seed(0) it draws, in this order,
 # states (10, 5, 4) uniform in [0, 1), actions randint(0, 1) (one action: all 0), rewards
 # uniform, not_dones randint(0, 2), log_probs uniform (the old policy's) and returns uniform
@@ -893,6 +931,7 @@ def homework_case(rung):
         HOMEWORK[rung],
         kind="course",
         tolerance=tol,
+        course="the CartPole course's own test",
     )
 
 
@@ -1320,8 +1359,10 @@ def close(got, expected, rtol=RTOL, scale=1.0, nan=False, tolerance=None):
             and all(close(got[k], expected[k], rtol, scale, nan, tolerance) for k in expected)
         )
     want, have = numbers(expected), numbers(got)
-    if want is None:  # a tuple of parts
-        if not isinstance(got, tuple) or len(got) != len(expected):
+    if want is None:  # a tuple of parts, or what no number is (None, say)
+        if not isinstance(got, tuple) or not isinstance(expected, tuple):
+            return got is None and expected is None
+        if len(got) != len(expected):
             return False
         return all(
             close(g, e, rtol, scale, nan, tolerance) for g, e in zip(got, expected, strict=True)

@@ -11,6 +11,11 @@ One line per function: passed (with the number of cases), not written yet, or fa
 what was expected, what came back, and the mistake in words where a known one explains every
 case), then the total. Exit status: 0 when all pass; 1 when any fails or is not written yet; 2
 for an unknown rung or a file that cannot be read, in one line.
+
+The student's code runs in a process of its own (the child), which sends back data alone: each
+case's values, the form of what the function returned, which inputs it changed, or the error it
+raised. The comparison, the mistake named and the exit status are decided here, in the grader's
+own process, where no student code ever ran.
 """
 
 import argparse
@@ -21,7 +26,11 @@ import importlib.util
 import inspect
 import io
 import json
+import math
+import multiprocessing
 import os
+import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +40,8 @@ import threading
 import time
 import types
 import warnings
+from functools import cache
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +52,12 @@ import cases  # noqa: E402  (exercises/cases.py, beside this file)
 
 HERE = Path(__file__).resolve().parent
 TIME_LIMIT = 5.0  # seconds a function gets for all its cases
+START_LIMIT = 120.0  # seconds a child gets to start (python and torch) and build its cases
+MESSAGE_LIMIT = 1 << 24  # bytes: a longer message from a child is not read
+# Where Linux allows it, a class's students run in namespaces of their own: no network, a PID
+# namespace whose processes all end with it, and a /proc that shows no process outside it.
+UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net"]
+UNSHARE += ["--kill-child"]
 
 
 def fail(message):
@@ -53,39 +70,9 @@ def one_line(message, limit=300):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class OutOfTime(BaseException):  # not an Exception: a student's `except Exception` lets it by
-    pass
-
-
-@contextlib.contextmanager
-def time_limit(seconds):
-    """Raise OutOfTime in the code inside once `seconds` have passed (again every half second,
-    should it be caught). Where signals cannot serve (Windows, a thread other than the main
-    one), no limit."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not seconds or not usable:
-        yield
-        return
-
-    def stop(signum, frame):
-        raise OutOfTime
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    delay, interval = signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
-    start = time.monotonic()
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if delay:  # a timer of someone else's: on again, less the time spent here
-            left = max(delay - (time.monotonic() - start), 1e-3)
-            signal.setitimer(signal.ITIMER_REAL, left, interval)
-
-
 @contextlib.contextmanager
 def quiet():
-    """What a student's function prints or warns stays out of the grader's lines."""
+    """What a function prints or warns stays out of the grader's lines."""
     with (
         contextlib.redirect_stdout(io.StringIO()),
         contextlib.redirect_stderr(io.StringIO()),
@@ -93,34 +80,6 @@ def quiet():
     ):
         warnings.simplefilter("ignore")
         yield
-
-
-def loaded(path, limit=TIME_LIMIT):
-    """(the student's file as a module, None), or (None, why it cannot be read or run)."""
-    path = Path(path)
-    try:
-        source = path.read_text()
-        compile(source, str(path), "exec")
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
-        return None, f"cannot read {path}: {type(error).__name__}: {error}"
-    spec = importlib.util.spec_from_file_location(f"_student_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        with time_limit(limit), quiet():
-            spec.loader.exec_module(module)
-    except OutOfTime:
-        return None, f"cannot load {path}: still running after {limit:g} s"
-    except BaseException as error:  # an import that fails, code that raises at the top level
-        return None, f"cannot load {path}: {type(error).__name__}: {error}"
-    return module, None
-
-
-def load(path, limit=TIME_LIMIT):
-    """The student's file as a module; one line and exit 2 if it cannot be read or run."""
-    module, why = loaded(path, limit)
-    if module is None:
-        fail(why)
-    return module
 
 
 def find(module, name):
@@ -146,17 +105,55 @@ def unwritten(fn):
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
-# ---- one function, its cases, and the line that says how it did ------------------------------
-def attempt(case, fn):
-    """("ok", what fn gave, as lists) or ("raised", the error in one line). Every call starts
-    from the same random state, so that the same code gives the same answer."""
+# ---- one case: what a function gives, as data ----------------------------------------------
+def form(value):
+    """What a function returned, in words, as far as train() cares: a tensor and its shape, a
+    float...; for a tuple, a list of its parts' forms."""
+    if isinstance(value, torch.Tensor):
+        kind = "" if value.is_floating_point() else f" of {str(value.dtype)[6:]}"
+        return f"a tensor{kind} of shape {tuple(value.shape)}"
+    if isinstance(value, np.ndarray):
+        return f"a numpy array of shape {value.shape}"
+    if isinstance(value, (tuple, list)):
+        return [form(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return {type(None): "None", bool: "a bool", int: "an int"}.get(type(value), "a float")
+    return f"a {type(value).__name__}"
+
+
+def answer(case, fn):
+    """(kind, value, forms, changed): "ok" and what the case got, as lists, or "raised" and the
+    error in one line, or "unwritten"; the form of what each call of fn returned; and the
+    inputs that a call changed in place. Every call starts from the same random state."""
+    forms, changed = [], []
+
+    def guarded(*args, **kwargs):
+        try:
+            named = inspect.signature(fn).bind(*args, **kwargs).arguments.items()
+        except (TypeError, ValueError):
+            named = [(f"argument {i + 1}", a) for i, a in enumerate(args)]
+        before = [(n, x, x.detach().clone()) for n, x in named if isinstance(x, torch.Tensor)]
+        result = fn(*args, **kwargs)
+        for n, x, old in before:
+            if x.shape != old.shape or not torch.equal(x.nan_to_num(0.5), old.nan_to_num(0.5)):
+                changed.append(n)
+        forms.append(form(result))
+        return result
+
     try:
         with cases.seeded(0):
-            return "ok", cases.as_lists(case.call(fn))
+            value = cases.as_lists(case.call(guarded))
+        return "ok", value, forms, changed
     except NotImplementedError:
-        raise
-    except Exception as error:
-        return "raised", one_line(f"{type(error).__name__}: {error}")
+        return "unwritten", None, forms, changed
+    except BaseException as error:  # SystemExit, KeyboardInterrupt... a failed case, too
+        why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        return "raised", one_line(why), forms, changed
+
+
+def attempt(case, fn):
+    """("ok", what fn gave, as lists) or ("raised", the error in one line)."""
+    return answer(case, fn)[:2]
 
 
 def passes(case, answer):
@@ -165,6 +162,208 @@ def passes(case, answer):
     )
 
 
+# ---- the child: the student's file, run in a process of its own ------------------------------
+def loaded(path):
+    """(the file at path as a module, None), or (None, why it cannot be read or run)."""
+    path = Path(path)
+    try:
+        compile(path.read_text(), str(path), "exec")
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
+        return None, f"{type(error).__name__}: {error}"
+    spec = importlib.util.spec_from_file_location(f"_student_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        with quiet():
+            spec.loader.exec_module(module)
+    except BaseException as error:  # an import that fails, code that raises at the top level
+        return None, f"{type(error).__name__}: {error}"
+    return module, None
+
+
+def pack(value):
+    """A value as JSON can carry it, tuples kept apart from lists."""
+    if isinstance(value, tuple):
+        return {"tuple": [pack(v) for v in value]}
+    if isinstance(value, list):
+        return [pack(v) for v in value]
+    if isinstance(value, dict):
+        return {"dict": {str(k): pack(v) for k, v in value.items()}}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return f"<a {type(value).__name__}>"
+
+
+def unpack(value):
+    if isinstance(value, list):
+        return [unpack(v) for v in value]
+    if isinstance(value, dict) and "tuple" in value:
+        return tuple(unpack(v) for v in value["tuple"])
+    if isinstance(value, dict) and "dict" in value:
+        return {k: unpack(v) for k, v in value["dict"].items()}
+    return value
+
+
+def child(jobs, conn, limit):
+    """Run in the child: each (rung, path, names) of jobs, each function's cases in order,
+    every step sent through conn as it happens. What the student's code does here changes
+    only what this process sends: data, which the grader judges."""
+    with contextlib.suppress(OSError):
+        os.setsid()  # a session of its own: the grader ends all of it at once
+    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    seconds = int(cpu + START_LIMIT + limit * (2 + sum(len(names) for *_, names in jobs)))
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))  # a loop in C ends too
+    torch.set_num_threads(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)  # what the student prints goes nowhere
+    os.dup2(devnull, 2)
+
+    def send(*message):
+        conn.send_bytes(json.dumps(pack(message)).encode())
+
+    for rung, path, names in jobs:
+        send("loading", rung)
+        module, why = loaded(path)
+        send("loaded", rung, why)
+        for name in names if module else []:
+            fn = find(module, name)
+            if fn is None or unwritten(fn):
+                send("end", rung, name, "missing" if fn is None else "unwritten")
+                continue
+            with quiet():
+                case_list = cases.EXERCISES[rung][name][0]()
+            send("begin", rung, name)
+            for case in case_list:
+                with quiet():
+                    got = answer(case, fn)
+                send("answer", got)
+                if got[0] == "unwritten":
+                    break
+            send("end", rung, name, "done")
+    send("finished")
+
+
+def child_main():
+    """python check.py --child: a child started as a command (in namespaces of its own); its
+    jobs come on stdin, its messages go out on what was stdout."""
+    jobs, limit = json.loads(sys.stdin.read())
+    child(jobs, Connection(os.dup(1), readable=False), limit)
+
+
+@cache
+def isolation():
+    """The command that starts a child in namespaces of its own, where this machine allows it."""
+    if sys.platform != "linux" or shutil.which("unshare") is None:
+        return []
+    try:
+        done = subprocess.run([*UNSHARE, "true"], capture_output=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return UNSHARE if done.returncode == 0 else []
+
+
+def launch(jobs, limit, isolate, cwd):
+    """Start a child on jobs: (the connection its messages come on, kill(), its exit status()).
+    isolate: a fresh interpreter, in namespaces of its own where the OS allows; else a fork of
+    a clean server process (multiprocessing's forkserver), which is quicker."""
+    if isolate:
+        command = [*isolation(), sys.executable, str(HERE / "check.py"), "--child"]
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=cwd, start_new_session=True,
+        )  # fmt: skip
+        conn = Connection(os.dup(process.stdout.fileno()), writable=False)
+        process.stdout.close()
+        with contextlib.suppress(OSError):
+            process.stdin.write(json.dumps([jobs, limit]).encode())
+            process.stdin.close()
+        status = process.wait
+    else:
+        context = multiprocessing.get_context("forkserver")
+        # imported once, in the server; torch by name too: the server may not find check
+        context.set_forkserver_preload(["check", "torch", "gymnasium"])
+        conn, end = context.Pipe(duplex=False)
+        process = context.Process(target=child, args=(jobs, end, limit), daemon=True)
+        process.start()
+        end.close()
+
+        def status():
+            process.join()
+            return process.exitcode
+
+    def kill():
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)  # the child and all it started
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
+
+    return conn, kill, status
+
+
+def run(jobs, limit, isolate=False, cwd=None):
+    """The student's answers, from as many children as it takes: a function that runs past
+    its time limit, or ends its process, is ended with it, and a new child goes on with the
+    functions after it. ({rung: None if its file loaded, else why not},
+    {(rung, name): (its answers, how they stopped: "done", "missing", "unwritten", or why)})."""
+    loads, results = {}, {}
+    while jobs:
+        conn, kill, status = launch(jobs, limit, isolate, cwd)
+        killer = threading.Timer(START_LIMIT + limit * (2 + sum(len(j[2]) for j in jobs)), kill)
+        killer.start()
+        at, why, finished = None, None, False  # at: ("loading", rung) or (rung, name) running
+        deadline = time.monotonic() + START_LIMIT
+        try:
+            while not finished:
+                if not conn.poll(max(deadline - time.monotonic(), 0)):
+                    why = f"still running after {limit:g} s, the time limit"
+                    break
+                try:
+                    kind, *rest = unpack(json.loads(conn.recv_bytes(MESSAGE_LIMIT)))
+                    if kind == "loading":
+                        at, deadline = ("loading", rest[0]), time.monotonic() + limit
+                    elif kind == "loaded":
+                        loads[rest[0]], at = rest[1], None
+                        deadline = time.monotonic() + START_LIMIT  # the grader's own work
+                    elif kind == "begin":
+                        at, deadline = tuple(rest), time.monotonic() + limit
+                        results[at] = ([], None)
+                    elif kind == "answer":
+                        results[at][0].append(rest[0])
+                    elif kind == "end":
+                        results[rest[0], rest[1]] = (results.get(at, ([], None))[0], rest[2])
+                        at, deadline = None, time.monotonic() + START_LIMIT
+                    else:
+                        finished = kind == "finished"
+                        why = None if finished else "sent what the grader cannot read"
+                        break
+                except EOFError:
+                    break
+                except (OSError, ValueError, TypeError, KeyError, IndexError):
+                    why = "sent what the grader cannot read"
+                    break
+        finally:
+            killer.cancel()
+            kill()
+            code = status()
+        why = why or (None if finished else f"ended its process (exit status {code})")
+        if at and at[0] == "loading":
+            loads[at[1]] = why
+        elif at:
+            results[at] = (results[at][0], why)
+        left = [
+            (rung, path, [name for name in names if (rung, name) not in results])
+            for rung, path, names in jobs
+            if loads.get(rung, None) is None
+        ]
+        left = [job for job in left if job[2]]
+        if left == jobs:  # no step forward: the child could not start
+            loads |= {rung: why for rung, *_ in jobs}
+            left = []
+        jobs = left
+    return loads, results
+
+
+# ---- the verdict: from the data that came back, in the grader's own process -----------------
 def shown(value):
     """A value to print: floats to 6 significant digits."""
     if isinstance(value, float):
@@ -187,11 +386,11 @@ def difference(got, expected, scale):
     if want is not None and have is not None and want[1] != have[1]:
         return f"expected shape {want[1]}, got shape {have[1]}: {short(got)}"
     if want is not None and have is not None and len(want[0]) > 4:
-        floor = cases.FLOOR * max([scale, *(abs(e) for e in want[0])])
+        floor = cases.FLOOR * max([scale, *(abs(e) for e in want[0] if math.isfinite(e))])
         wrong = [
             i
             for i, (g, e) in enumerate(zip(have[0], want[0], strict=True))
-            if not (np.isfinite(g) and abs(g - e) <= cases.RTOL * abs(e) + floor)
+            if not (math.isfinite(g) and abs(g - e) <= cases.RTOL * abs(e) + floor)
         ]
         where = [int(i) for i in np.unravel_index(wrong[0], want[1])]
         first = f"expected {shown(want[0][wrong[0]])}, got {shown(have[0][wrong[0]])}"
@@ -209,62 +408,130 @@ def describe(case, got):
     return difference(got, expected, case.scale)
 
 
-def check(rung, name, fn, limit=TIME_LIMIT):
-    """(passed, the line to print) for one function."""
-    if fn is None:
+@cache
+def own_answers(rung, name):
+    """The cases of an exercise, and the script's own answer to each (the forms train() needs)."""
+    with quiet(), torch.random.fork_rng(devices=[]):
+        case_list = cases.EXERCISES[rung][name][0]()
+        return case_list, [answer(case, cases.own(rung, name)) for case in case_list]
+
+
+def words(form):
+    return (
+        f"a tuple of {len(form)} ({', '.join(map(words, form))})"
+        if isinstance(form, list)
+        else form
+    )
+
+
+FORM = ("changed its input",)  # a line of wrong() that no known mistake explains
+
+
+def wrong(case, got, own):
+    """What is wrong with the answer got to case, in words (own: the script's), or None."""
+    kind, value, forms, changed = got
+    if changed:
+        return f"changed its input {', '.join(map(str, changed))} in place (train() uses it again)"
+    for given, needed in zip(forms, own[2], strict=False):
+        if given == needed or needed == "None":  # what train() ignores may be anything
+            continue
+        if isinstance(given, list) and isinstance(needed, list) and len(given) == len(needed):
+            i = next(i for i, (g, n) in enumerate(zip(given, needed, strict=True)) if g != n)
+            given, needed = given[i], needed[i]
+            return f"returned {words(given)} as part {i + 1}, where train() needs {words(needed)}"
+        hint = " (a missing return?)" if given == "None" else ""
+        return f"returned {words(given)}, where train() needs {words(needed)}{hint}"
+    if kind == "raised":
+        return f"raised {value}"
+    if not passes(case, (kind, value)):
+        return describe(case, value)
+    return None
+
+
+def verdict(rung, name, answers, how):
+    """(passed, the line to print) for one function, from its answers and how they stopped."""
+    if how == "missing":
         return False, f"✗ {name}: not found in the file (keep its name)"
-    if unwritten(fn):
+    if how == "unwritten" or any(a[0] == "unwritten" for a in answers):
         return False, f"· {name}: not written yet"
+    case_list, own = own_answers(rung, name)
+    for i, (case, got) in enumerate(zip(case_list, answers, strict=False)):
+        why = wrong(case, got, own[i])
+        if why is None:
+            continue
+        words = None  # a known mistake, where its answers are the student's on every case
+        if how == "done" and len(answers) == len(case_list) and not why.startswith(FORM):
+            with quiet():
+                words = cases.mistake(name, case_list, [a[:2] for a in answers], attempt)
+        line = f"✗ {name}: {case.label}: {case.inputs}: {why}"
+        return False, line + (f": {words}" if words else "")
+    if how != "done":
+        case = case_list[min(len(answers), len(case_list) - 1)]
+        hint = " (a loop that never ends?)" if "time limit" in str(how) else ""
+        return False, f"✗ {name}: {case.label}: {how}{hint}"
+    if len(answers) < len(case_list):
+        return False, f"✗ {name}: {case_list[len(answers)].label}: no answer came back"
+    counts = [(sum(c.kind == k for c in case_list), k) for k in ("hand", "course", "random")]
+    course = [c.course for c in case_list if c.kind == "course"]
+    return True, (
+        f"✓ {name}: {len(case_list)} cases passed ({counts[0][0]} worked by hand, "
+        + "".join(f"1 {words}, " for words in course)
+        + f"{counts[2][0]} on random inputs against {rung}.py's own)"
+    )
+
+
+def judged(rung, name, answers, how):
+    """verdict(), or a failed line where what came back is not what a child sends."""
+    try:
+        return verdict(rung, name, answers, how)
+    except Exception:  # noqa: BLE001  (data forged in the child: no answer, then)
+        return False, f"✗ {name}: what came back from its process cannot be read"
+
+
+def check(rung, name, fn):
+    """(passed, the line to print) for a function of this process: the grader's own (the
+    script's, a known mistake), never a student's, which runs in a child (grade)."""
+    if fn is None:
+        return verdict(rung, name, [], "missing")
+    if unwritten(fn):
+        return verdict(rung, name, [], "unwritten")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensors: one thread is faster, and fair on a busy machine
     try:
-        return checked(rung, name, fn, limit)
+        with torch.random.fork_rng(devices=[]), quiet():
+            answers = [answer(case, fn) for case in own_answers(rung, name)[0]]
+        return verdict(rung, name, answers, "done")
     finally:
         torch.set_num_threads(threads)
 
 
-def checked(rung, name, fn, limit):
-    with torch.random.fork_rng(devices=[]):  # the caller's random state, left as it was
-        with quiet():
-            case_list = cases.EXERCISES[rung][name][0]()
-        answers, case = [], case_list[0]
-        try:
-            with time_limit(limit), quiet():
-                for case in case_list:
-                    answers.append(attempt(case, fn))
-        except NotImplementedError:
-            return False, f"· {name}: not written yet"
-        except OutOfTime:
-            return False, (
-                f"✗ {name}: {case.label}: still running after {limit:g} s, the time limit"
-                " (a loop that never ends?)"
-            )
-        failed = [i for i, answer in enumerate(answers) if not passes(case_list[i], answer)]
-        if not failed:
-            hand, random_ = (sum(c.kind == kind for c in case_list) for kind in ("hand", "random"))
-            course = len(case_list) - hand - random_
-            return True, (
-                f"✓ {name}: {len(case_list)} cases passed ({hand} worked by hand, "
-                + (f"{course} the CartPole course's own test, " if course else "")
-                + f"{random_} on random inputs against {rung}.py's own)"
-            )
-        with quiet():
-            words = cases.mistake(name, case_list, answers, attempt)
-    case, (kind, got) = case_list[failed[0]], answers[failed[0]]
-    what = f"raised {got}" if kind == "raised" else describe(case, got)
-    return False, f"✗ {name}: {case.label}: {case.inputs}: {what}" + (f": {words}" if words else "")
-
-
-def grade(rung, path, limit=TIME_LIMIT, strict=True):
-    """[(name, passed, line)] for the functions of one rung in the file at path. A file that
-    cannot be read: exit 2 (strict), or a failed line per function."""
-    module, why = loaded(path, limit) if strict or Path(path).exists() else (None, "no such file")
-    if module is None:
+def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None):
+    """[(name, passed, line)] for the functions of one rung in the file at path, run in a
+    child from a copy taken now. A file that cannot be read: exit 2 (strict), or a failed line
+    per function."""
+    names = [n for n in cases.EXERCISES[rung] if only in (None, n)]
+    try:
+        text = Path(path).read_text()
+        compile(text, str(path), "exec")
+        why = None
+    except FileNotFoundError:
+        why = f"{path}: no such file"
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
+        why = f"cannot read {path}: {type(error).__name__}: {error}"
+    if why is None:
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / Path(path).name
+            copy.write_text(text)
+            loads, results = run([(rung, str(copy), names)], limit, cwd=folder)
+        why = loads.get(rung) and f"cannot load {path}: {loads[rung]}"
+    if why is not None:
         if strict:
             fail(why)
-        why = f"{path}: {why}" if why == "no such file" else why
-        return [(name, False, f"✗ {name}: {one_line(why)}") for name in cases.EXERCISES[rung]]
-    return [(name, *check(rung, name, find(module, name), limit)) for name in cases.EXERCISES[rung]]
+        return [(name, False, f"✗ {name}: {one_line(why)}") for name in names]
+    return [
+        (name, *judged(rung, name, *results.get((rung, name), ([], "no answer came back"))))
+        for name in names
+    ]
 
 
 def total(results):
@@ -284,28 +551,46 @@ def submissions(rung, folder):
     return found
 
 
-def grade_student(rung, path, limit):
-    """The student's results, graded in a process of their own (a file that hangs or breaks
-    the interpreter stops only itself): [(key, status, line)]."""
-    names = [
-        (r, name)
-        for r in (cases.EXERCISES if rung == "all" else [rung])
-        for name in cases.EXERCISES[r]
-    ]
-    key = (lambda r, name: f"{r}.{name}") if rung == "all" else (lambda r, name: name)
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "results.json"
-        command = [sys.executable, str(HERE / "check.py"), rung, "--file", str(path)]
-        command += ["--time-limit", str(limit), "--json", str(out)]
-        seconds = 120 + 2 * limit * len(names)
+def snapshot(rung, path):
+    """{rung: the text of the student's file, or why it cannot be read}, read before any
+    student's code runs."""
+    texts = {}
+    for r in cases.EXERCISES if rung == "all" else [rung]:
+        file = Path(path) / f"{r}.py" if rung == "all" else Path(path)
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=seconds)
-            why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        except subprocess.TimeoutExpired:
-            why = f"did not finish in {seconds:g} s"
-        if out.exists():
-            return [(key(r, name), line[0], line) for r, name, line in json.loads(out.read_text())]
-    return [(key(r, name), "✗", f"✗ {name}: {one_line(why)}") for r, name in names]
+            texts[r] = file.read_text()
+            compile(texts[r], str(file), "exec")
+        except FileNotFoundError:
+            texts[r] = OSError(f"{file}: no such file")
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
+            texts[r] = OSError(f"cannot read {file}: {type(error).__name__}: {error}")
+    return texts
+
+
+def grade_student(texts, limit):
+    """A student's results: [(key, status, line)], their files run in a child of their own,
+    in a folder of its own that holds their files alone."""
+    key = (lambda r, name: f"{r}.{name}") if len(texts) > 1 else (lambda r, name: name)
+    with tempfile.TemporaryDirectory() as folder:
+        jobs = []
+        for r, text in texts.items():
+            if isinstance(text, str):
+                (Path(folder) / f"{r}.py").write_text(text)
+                jobs.append((r, str(Path(folder) / f"{r}.py"), list(cases.EXERCISES[r])))
+        loads, results = run(jobs, limit, isolate=True, cwd=folder)
+    rows = []
+    for r, text in texts.items():
+        why = (
+            str(text) if not isinstance(text, str) else loads.get(r) and f"cannot load: {loads[r]}"
+        )
+        for name in cases.EXERCISES[r]:
+            passed, line = (
+                (False, f"✗ {name}: {one_line(why)}")
+                if why
+                else judged(r, name, *results.get((r, name), ([], "no answer came back")))
+            )
+            rows.append((key(r, name), line[0], line))
+    return rows
 
 
 def grade_folder(rung, folder, csv_path, limit):
@@ -315,11 +600,17 @@ def grade_folder(rung, folder, csv_path, limit):
     if not students:
         where = "NAME/ folders" if rung == "all" else f"NAME.py files or NAME/{rung}.py"
         fail(f"no submissions in {folder}: it should hold {where}, one a student")
-    rows = []
-    for student, path in students:
-        results = grade_student(rung, path, limit)
-        passed = sum(status == "✓" for _, status, _ in results)
-        rows.append((student, passed, results))
+    texts = {student: snapshot(rung, path) for student, path in students}  # before any runs
+    rows = []  # no PID namespace: a student's process could signal this one; Ctrl-C stops it
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if isolation():  # a student in a PID namespace of their own cannot reach this process
+        signal.signal(signal.SIGTERM, previous)
+    try:
+        for student, _ in students:
+            results = grade_student(texts[student], limit)
+            rows.append((student, sum(status == "✓" for _, status, _ in results), results))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     width = max(len("student"), *(len(student) for student, _, _ in rows))
     print(f"{'student':<{width}}  {'passed':<10}  not passed")
     for student, passed, results in rows:
@@ -327,13 +618,16 @@ def grade_folder(rung, folder, csv_path, limit):
         print(f"{student:<{width}}  {f'{passed} of {len(results)}':<10}  {missed}".rstrip())
     if csv_path:
         try:
-            with open(csv_path, "w", newline="") as file:
+            with tempfile.NamedTemporaryFile(
+                "w", newline="", dir=Path(csv_path).resolve().parent, delete=False
+            ) as file:
                 writer = csv.writer(file)
                 writer.writerow(["student", "passed", "functions", *(k for k, _, _ in rows[0][2])])
                 for student, passed, results in rows:
                     writer.writerow(
                         [student, passed, len(results), *(line for *_, line in results)]
                     )
+            os.replace(file.name, csv_path)  # whole, at once, from this process's results
         except OSError as error:
             fail(f"cannot write {csv_path}: {error}")
     return 0 if all(passed == len(results) for _, passed, results in rows) else 1
@@ -351,6 +645,8 @@ def seconds(text):
 
 
 def main(argv=None):
+    if argv is None and sys.argv[1:] == ["--child"]:
+        return child_main()
     parser = argparse.ArgumentParser(
         "check.py",
         description=__doc__.split("\n")[0] + " " + __doc__.split("\n")[1],
@@ -379,7 +675,7 @@ def main(argv=None):
         metavar="SECONDS",
         help=f"the time a function gets for all its cases (default {TIME_LIMIT:g})",
     )
-    parser.add_argument("--json", help=argparse.SUPPRESS)  # for --folder's own use
+    parser.add_argument("--only", help=argparse.SUPPRESS)  # one function: a notebook's check
     args = parser.parse_args(argv)
     if args.rung not in rungs and args.rung != "all":
         fail(f"unknown rung {args.rung!r}: one of {', '.join(rungs)}")
@@ -400,12 +696,10 @@ def main(argv=None):
                 results.append((rung, name, passed, line))
     else:
         path = args.file or HERE / f"{args.rung}.py"
-        for name, passed, line in grade(args.rung, path, args.time_limit):
+        for name, passed, line in grade(args.rung, path, args.time_limit, only=args.only):
             print(line)
             results.append((args.rung, name, passed, line))
     print(total(results))
-    if args.json:
-        Path(args.json).write_text(json.dumps([(r, n, line) for r, n, _, line in results]))
     return 0 if all(passed for _, _, passed, _ in results) else 1
 
 
@@ -459,20 +753,94 @@ NOTEBOOK_RUNS = {  # rung: the flags of its run in exercises.ipynb, in full and 
 }
 
 
+def exported(fn, skip):
+    """Lines that give fn, in a file of its own, what it uses from its notebook's globals:
+    modules, what they define, functions and classes of the notebook, plain constants."""
+    lines, seen, todo = {}, set(skip), [fn]
+    while todo:
+        code, names = [todo.pop().__code__], set()
+        while code:  # the names its code and the code inside it use
+            c = code.pop()
+            names |= set(c.co_names)
+            code += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        for name in sorted(names - seen):
+            seen.add(name)
+            if name not in fn.__globals__:
+                continue
+            value = fn.__globals__[name]
+            where, what = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
+            if isinstance(value, types.ModuleType):
+                lines[name] = f"import {value.__name__} as {name}"
+            elif where not in (None, "__main__") and what.isidentifier():
+                lines[name] = f"from {where} import {what} as {name}"
+            elif value is None or isinstance(value, (bool, int, float, str)):
+                lines[name] = f"{name} = {value!r}"
+            elif inspect.isfunction(value) or inspect.isclass(value):
+                with contextlib.suppress(OSError, TypeError):
+                    lines[name] = textwrap.dedent(inspect.getsource(value))
+                    todo += [value] if inspect.isfunction(value) else []  # and what it uses
+    return list(lines.values())
+
+
+def notebook_source(rung, functions):
+    """exercises/RUNG.py with the notebook's functions in place of its blanks, then what they
+    use from the notebook's globals."""
+    text = (HERE / f"{rung}.py").read_text()
+    lines, tops = text.splitlines(), ast.parse(text).body
+    spots, extra = [], []
+    for name, fn in functions.items():
+        top, _, method = name.partition(".")
+        (node,) = [n for n in tops if getattr(n, "name", None) == top]
+        if method:
+            (node,) = [n for n in node.body if getattr(n, "name", None) == method]
+        source = textwrap.indent(textwrap.dedent(inspect.getsource(fn)), " " * node.col_offset)
+        spots.append((node.lineno - 1 - len(node.decorator_list), node.end_lineno, source))
+        extra += exported(fn, {getattr(n, "name", None) for n in tops})
+    for first, last, source in sorted(spots, reverse=True):
+        lines[first:last] = source.splitlines()
+    return "\n".join(lines + ["", *dict.fromkeys(extra)]) + "\n"
+
+
+def notebook_line(rung, name, fn):
+    """(passed, line) for a function of the notebook: its source, with what it uses, checked
+    by a grader process of its own, so nothing run in the notebook decides the verdict."""
+    if fn is None:
+        return False, f"✗ {name}: not found (keep its name, and the cell's last line)"
+    if unwritten(fn):  # a verdict that can only fail may come from here
+        return False, f"· {name}: not written yet"
+    try:
+        text = notebook_source(rung, {name: fn})
+    except (OSError, TypeError, ValueError) as error:
+        return False, f"✗ {name}: its source cannot be read: {one_line(error)}"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{rung}.py"
+        path.write_text(text)
+        command = [sys.executable, str(HERE / "check.py"), rung, "--file", str(path)]
+        try:
+            done = subprocess.run(
+                [*command, "--only", name], capture_output=True, text=True, cwd=folder, timeout=600
+            )
+        except subprocess.TimeoutExpired:
+            return False, f"✗ {name}: the grader did not finish in 600 s"
+    lines = (done.stdout + done.stderr).strip().splitlines() or [f"✗ {name}: no verdict"]
+    return done.returncode == 0, lines[0].replace(str(path), f"{name}'s cell")
+
+
 def notebook_check(rung, name, answers):
     """A check cell: the grader's line for one function of the rung's namespace `answers`, and
     nothing else. Under nbgrader (its autograder or validator), a line that is not a pass
     raises AssertionError: the cell scores 0."""
-    passed, line = check(rung, name, students(rung, answers)[name])
+    passed, line = notebook_line(rung, name, students(rung, answers)[name])
     print(line)
     if not passed and os.environ.get("NBGRADER_EXECUTION"):
         raise AssertionError(line)
 
 
-def notebook_train(rung, answers, quick=False):
+def notebook_train(rung, answers, quick=False, argv=()):
     """A training cell: RUNG.py's own train(), in a fresh copy of the script, with the
-    functions of the rung's namespace `answers`; prints how the returns moved. Unwritten
-    functions: one line, no run. A run that breaks: one line, and the grader's for them."""
+    functions of the rung's namespace `answers` (argv: flags added to the run's); prints how
+    the returns moved. Unwritten functions: one line, no run. A run that breaks: one line,
+    and the grader's for them."""
     functions = students(rung, answers)
     missing = [name for name, fn in functions.items() if fn is None or unwritten(fn)]
     if missing:
@@ -480,13 +848,13 @@ def notebook_train(rung, answers, quick=False):
         return None
     module = cases.script(rung, fresh=True)
     install(module, functions)
-    argv = [*NOTEBOOK_RUNS[rung][quick].split(), "--eval-episodes", "0"]
+    argv = [*NOTEBOOK_RUNS[rung][quick].split(), "--eval-episodes", "0", *argv]
     try:
         result = module.train(module.parse_args([*argv, "--run-dir", f"runs/exercises/{rung}"]))
     except Exception as error:
         print(f"{rung}.py stopped: {one_line(f'{type(error).__name__}: {error}', 200)}")
         for name, fn in functions.items():
-            passed, line = check(rung, name, fn)
+            passed, line = notebook_line(rung, name, fn)
             if not passed:
                 print(line)
         return None

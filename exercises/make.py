@@ -2,7 +2,7 @@
 """Write exercises/RUNG.py for every rung from the scripts themselves: never edit them by hand.
 
     python exercises/make.py           # write them
-    python exercises/make.py --check   # exit 1 if a committed file differs (test_all.py does)
+    python exercises/make.py --check   # exit 1 if a committed file differs (test_exercises.py does)
 
 Each exercise keeps the script's name, signature and docstring, and its body becomes
 `raise NotImplementedError("a one-line hint")`. A method stays in its class, written out with
@@ -316,12 +316,19 @@ QUESTIONS = {  # rung: [(a question in words, a model answer)], after its traini
         ),
         (
             "Without the clip (the surrogate rho_t A_t alone, which the CartPole course invites"
-            " you to try), what happens over 10 epochs on one batch?",
+            " you to try, and the cell after ppo.py's run trains), what happens over 10 epochs"
+            " on one batch? Is it vpg.py with 10 policy steps?",
             "Nothing keeps the policy near the one that collected the batch: each epoch raises"
-            " the good samples' ratios further, and the estimate, good only near pi_old, stops"
-            " holding. vpg.py with 4, 10 or 20 policy steps per batch is that loss: it collapsed"
-            " on 10 of 15 runs to a deterministic policy that always pushes one way (a return of"
-            " 9), where ppo.py with 10 or 20 epochs solved all 10 (docs/lessons.md, section 2).",
+            " the ratios of the samples with A_t > 0 and lowers those with A_t < 0 further, and"
+            " the estimate, good only near pi_old, stops holding. It is not vpg.py with more"
+            " steps: the surrogate's gradient is rho_t A_t grad log pi, so a sample whose"
+            " probability has already grown pulls harder still, while vpg.py's loss"
+            " -A_t log pi has the gradient A_t grad log pi at every step, whatever the ratio."
+            " Both leave pi_old behind in 10 steps; the project measured the second: vpg.py with"
+            " 4, 10 or 20 policy steps per batch collapsed on 10 of 15 runs to a policy that"
+            " always pushes one way (a return of 9), where ppo.py with 10 or 20 epochs solved"
+            " all 10 (docs/lessons.md, section 2). The run with --clip-coef 1e9 shows the"
+            " surrogate itself: compare its curve with the clipped run's.",
         ),
         (
             "In the first epoch on each batch the ratio is exactly 1. Why, and what is PPO's"
@@ -379,6 +386,16 @@ QUESTIONS = {  # rung: [(a question in words, a model answer)], after its traini
             " keeps them with the weights.",
         ),
     ],
+}
+UNCLIPPED = {  # rung: (markdown, code) after its run: the same run without the clip
+    "ppo": (
+        "**The same run without the clip.** With a clip no ratio reaches (`--clip-coef 1e9`)"
+        " ppo.py minimizes the plain surrogate $-\\frac{1}{T}\\sum_t \\rho_t A_t$, 10 epochs on"
+        " each batch, as the CartPole course invites you to try. Run it, and compare its curve"
+        " with the clipped run's above (question 3.2).",
+        'unclipped = notebook_train("ppo", ppo, QUICK, ["--clip-coef", "1e9"])\n'
+        'curve(unclipped, "ppo.py --clip-coef 1e9: no clip")',
+    ),
 }
 
 INTRO = """# Exercises: write the ladder, then watch it learn
@@ -515,6 +532,8 @@ def notebook():
         cells.append(cell("markdown", answer_cell(model), **nbgrader(f"predict-{rung}", True, 1)))
         train = f'result = notebook_train("{rung}", {rung}, QUICK)\ncurve(result, "{rung}.py")'
         cells.append(cell("code", train))
+        if rung in UNCLIPPED:  # the surrogate without its clip, beside the clipped run
+            cells += [cell("markdown", UNCLIPPED[rung][0]), cell("code", UNCLIPPED[rung][1])]
         for k, (question, model) in enumerate(QUESTIONS[rung], 1):
             cells.append(cell("markdown", f"**Question {number}.{k}.** {question}"))
             answer = nbgrader(f"answer-{rung}-{k}", True, 1)

@@ -1,0 +1,1768 @@
+# SPDX-License-Identifier: MIT
+"""Tests of the exercises (exercises/) and their grader (exercises/check.py).
+
+Run: python -m pytest -q exercises/test_exercises.py
+
+  1. generated from the scripts; the grader against the scripts, planted mistakes and right
+     answers in other forms, train()'s contract in every case, its time limit and its folder
+     table; an exercise file training its script; exercises.ipynb as committed, filled from the
+     scripts, and released and autograded by nbgrader;
+  2. the courses' own numbers: the CartPole homework's tests and the line-world MP's
+     reward-to-go check in the grader; the answers in words of exercises.ipynb.
+"""
+
+import inspect
+import linecache
+import re
+import shutil
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from test_all import (  # test_all.py puts the repository and exercises/ on sys.path
+    GAE_CASES,
+    PPO_GRAD,
+    ROOT,
+    VL_CASES,
+    beside_python,
+    cli,
+    exercise_cases,
+    flags,
+    notebook_problems,
+    ppo_gae,
+)
+
+sys.path.insert(0, str(ROOT / "exercises"))
+import check as grader  # noqa: E402  (exercises/check.py)
+import make as exercise_maker  # noqa: E402  (exercises/make.py)
+
+# ----------------------------------------------------------------------------------------------
+# 1. Exercises (exercises/): generated from the scripts, the grader, its planted mistakes
+# ----------------------------------------------------------------------------------------------
+
+
+def grade(rung, path, capsys, *argv):
+    """exercises/check.py RUNG --file PATH [ARGV]: (exit status, its lines)."""
+    try:
+        code = grader.main([rung, "--file", str(path), *argv])
+    except SystemExit as stop:
+        code = stop.code
+    out = capsys.readouterr()
+    return code, (out.out + out.err).strip().splitlines()
+
+
+def test_the_exercises_are_generated_from_the_scripts():
+    assert exercise_maker.main(["--check"]) == 0  # else: python exercises/make.py
+    for rung, blanks in exercise_cases.EXERCISES.items():
+        text = (ROOT / "exercises" / f"{rung}.py").read_text()
+        assert text.count("raise NotImplementedError(") == len(blanks), rung
+        for name in blanks:  # the script's own signature and docstring
+            fn = grader.find(exercise_cases.script(rung), name)
+            head = inspect.getsource(fn).split('"""')[:2]
+            assert '"""'.join(head) in text, name
+
+
+@pytest.mark.parametrize("rung", list(exercise_cases.EXERCISES))
+def test_the_scripts_pass_every_check_and_blanks_are_not_written_yet(rung, tmp_path, capsys):
+    names = list(exercise_cases.EXERCISES[rung])
+    functions = f"function{'s' * (len(names) > 1)} passed"
+    code, lines = grade(rung, ROOT / f"{rung}.py", capsys)
+    assert code == 0 and lines[-1] == f"{len(names)} of {len(names)} {functions}", lines
+    for name, line in zip(names, lines[:-1], strict=True):  # hand-worked cases, then random
+        counts = re.fullmatch(
+            rf"✓ {re.escape(name)}: (\d+) cases passed \((\d+) worked by hand, "
+            rf"(?:(1) the (?:CartPole course's own test|line-world MP's own check), )?(\d+) on "
+            rf"random "
+            rf"inputs against {rung}\.py's own\)",
+            line,
+        )
+        assert counts and int(counts[2]) >= 1 and int(counts[4]) >= 3, line
+        assert int(counts[1]) == int(counts[2]) + int(counts[3] or 0) + int(counts[4])
+        courses = ("discounted_returns", "reinforce_loss", "vpg_loss", "ppo_loss")
+        assert bool(counts[3]) == (name in courses), line
+    code, lines = grade(rung, ROOT / "exercises" / f"{rung}.py", capsys)
+    assert code == 1 and lines == [f"· {name}: not written yet" for name in names] + [
+        f"0 of {len(names)} {functions}"
+    ]
+
+
+def test_the_case_table_is_the_one_the_tests_use():
+    # test_all.py's section 1 numbers come from exercises/cases.py: the same objects, not copies.
+    assert PPO_GRAD.tolist() == pytest.approx(exercise_cases.PPO_GRAD)
+    assert GAE_CASES is exercise_cases.GAE_CASES and VL_CASES is exercise_cases.VL_CASES
+
+
+# Wrong versions that students write, as source: each must fail its check, in a line that names
+# the function and, where given, the mistake in words.
+PLANTED = {
+    "reinforce": [
+        (
+            "discounted_returns",
+            "no reset at an episode's end",
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    returns = torch.zeros_like(rewards)
+    g = torch.zeros_like(rewards[0]) if last_value is None else last_value
+    for t in reversed(range(len(rewards))):
+        g = rewards[t] + gamma * g
+        returns[t] = g
+    return returns
+""",
+        ),
+        (
+            "discounted_returns",
+            "not reward-to-go",
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    total = sum(gamma**t * rewards[t] for t in range(len(rewards)))
+    return torch.stack([total] * len(rewards))
+""",
+        ),
+        (
+            "discounted_returns",
+            None,
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    return rewards.cumsum(0)
+""",
+        ),
+        (
+            "reinforce_loss",
+            "the sign",
+            """
+def reinforce_loss(logprobs, returns):
+    return (logprobs * returns).mean()
+""",
+        ),
+        (
+            "reinforce_loss",
+            "a sum where the mean belongs",
+            """
+def reinforce_loss(logprobs, returns):
+    return -(logprobs * returns).sum()
+""",
+        ),
+        (
+            "reinforce_loss",
+            "raised",
+            """
+def reinforce_loss(logprobs, returns):
+    return -(logprobs * returns[0, 0]).mean()
+""",
+        ),
+    ],
+    "vpg": [
+        (
+            "vpg_loss",
+            "the advantage is not detached, so the policy loss moves the critic",
+            """
+def vpg_loss(logprobs, values, returns):
+    advantages = returns - values
+    return -(logprobs * advantages).mean(), (advantages**2).mean()
+""",
+        ),
+        (
+            "vpg_loss",
+            "no baseline",
+            """
+def vpg_loss(logprobs, values, returns):
+    return -(logprobs * returns).mean(), ((returns - values) ** 2).mean()
+""",
+        ),
+        (
+            "vpg_loss",
+            "the advantage's sign",
+            """
+def vpg_loss(logprobs, values, returns):
+    advantages = (values - returns).detach()
+    return -(logprobs * advantages).mean(), ((returns - values) ** 2).mean()
+""",
+        ),
+        (
+            "vpg_loss",
+            None,
+            """
+def vpg_loss(logprobs, values, returns):
+    return float("nan"), float("nan")
+""",
+        ),
+    ],
+    "ppo": [
+        (
+            "ppo_loss",
+            "max where the clip needs min",
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = (new_logprobs - old_logprobs).exp()
+    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return -torch.max(ratio * advantages, clipped * advantages).mean()
+""",
+        ),
+        (
+            "ppo_loss",
+            "the ratio built from log-probabilities",
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = new_logprobs - old_logprobs
+    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+""",
+        ),
+        (
+            "ppo_loss",
+            "no clip",
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    return -((new_logprobs - old_logprobs).exp() * advantages).mean()
+""",
+        ),
+        (
+            "value_loss",
+            "not squared",
+            """
+def value_loss(values, returns):
+    return (returns - values).abs().mean()
+""",
+        ),
+        (
+            "value_loss",
+            "a sum where the mean belongs",
+            """
+def value_loss(values, returns):
+    return ((returns - values) ** 2).sum()
+""",
+        ),
+        (
+            "value_loss",
+            None,
+            """
+def value_loss(values, returns):
+    return ((returns - values.detach()) ** 2).mean()
+""",
+        ),
+    ],
+    "ppo_gae": [
+        (
+            "compute_gae",
+            "GAE crosses an episode's end",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        delta = rewards[t] + gamma * (1 - terminated[t].float()) * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "compute_gae",
+            "a truncation taken for a termination: no bootstrap",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        not_ended = 1 - episode_end[t].float()
+        delta = rewards[t] + gamma * not_ended * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * not_ended * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "compute_gae",
+            "lambda left out",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        delta = rewards[t] + gamma * (1 - terminated[t].float()) * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * (1 - episode_end[t].float()) * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "compute_gae",
+            "a termination bootstrapped",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * (1 - episode_end[t].float()) * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "value_loss",
+            "min where the clipped value loss needs max",
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    loss = (returns - values) ** 2
+    if old_values is not None and clip_coef is not None:
+        clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+        loss = torch.min(loss, (returns - clipped) ** 2)
+    return loss.mean()
+""",
+        ),
+        (
+            "value_loss",
+            "not around the old values",
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    loss = (returns - values) ** 2
+    if old_values is not None and clip_coef is not None:
+        loss = torch.max(loss, (returns - values.clamp(-clip_coef, clip_coef)) ** 2)
+    return loss.mean()
+""",
+        ),
+        (
+            "value_loss",
+            None,
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    return ((returns - values) ** 2).mean()
+""",
+        ),
+    ],
+    "ppo_continuous": [
+        (
+            "Agent.get_action_and_value",
+            "not summed over the action dimensions",
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action), dist.entropy(), self.critic(x)
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            None,
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.expand_as(mean).abs() + 1e-6)
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            None,
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "RunningNorm.update",
+            "earlier batches forgotten",
+            """
+    def update(self, x):
+        self.mean, self.var = x.mean(0), x.var(0, correction=0)
+        self.count = self.count + x.shape[0]
+""",
+        ),
+        (
+            "RunningNorm.update",
+            "the spread between the batch means left out",
+            """
+    def update(self, x):
+        total = self.count + x.shape[0]
+        self.mean = (self.mean * self.count + x.mean(0) * x.shape[0]) / total
+        self.var = (self.var * self.count + x.var(0, correction=0) * x.shape[0]) / total
+        self.count = total
+""",
+        ),
+        (
+            "RunningNorm.update",
+            None,
+            """
+    def update(self, x):
+        self.mean += x.mean(0)
+""",
+        ),
+        (
+            "adapted_lr",
+            "raised where the policy moved too far",
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    if kl > 2 * target_kl:
+        return min(lr * 1.5, max_lr)
+    if kl < target_kl / 2:
+        return max(lr / 1.5, 1e-5)
+    return lr
+""",
+        ),
+        (
+            "adapted_lr",
+            "not kept in [1e-5, max_lr]",
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    if kl > 2 * target_kl:
+        return lr / 1.5
+    if kl < target_kl / 2:
+        return lr * 1.5
+    return lr
+""",
+        ),
+        (
+            "adapted_lr",
+            None,
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    return "0.0003"
+""",
+        ),
+    ],
+}
+
+# The mistakes that fixed cases could not see, in train()'s contract: flags of its dtype, a
+# gradient cut from the actor or the critic, an input normalized again, a factor near a bound.
+# words "": the line must name none of the known mistakes (none explains every case).
+PLANTED_MORE = {
+    "reinforce": [
+        (
+            "discounted_returns",
+            "Subtraction, the `-` operator, with a bool tensor",  # 1 - done on bool dones
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    returns, g = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    if last_value is not None:
+        g = last_value
+    for t in reversed(range(len(rewards))):
+        g = rewards[t] + gamma * (1 - dones[t]) * g
+        returns[t] = g
+    return returns
+""",
+        ),
+        (
+            "discounted_returns",
+            "last_value ignored",
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    returns, g = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        g = rewards[t] + gamma * (~dones[t]) * g
+        returns[t] = g
+    return returns
+""",
+        ),
+        (
+            "discounted_returns",
+            "reset one step early",
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    returns = torch.zeros_like(rewards)
+    g = torch.zeros_like(rewards[0]) if last_value is None else last_value
+    for t in reversed(range(len(rewards))):
+        g = (rewards[t] + gamma * g) * (~dones[t])
+        returns[t] = g
+    return returns
+""",
+        ),
+        (
+            "discounted_returns",
+            "gamma multiplies r_t too",
+            """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    returns = torch.zeros_like(rewards)
+    g = torch.zeros_like(rewards[0]) if last_value is None else last_value
+    for t in reversed(range(len(rewards))):
+        g = gamma * (rewards[t] + (~dones[t]) * g)
+        returns[t] = g
+    return returns
+""",
+        ),
+        (
+            "reinforce_loss",
+            "",  # twice the mean is no sum: B is 5, 16 and 33 in the random cases
+            """
+def reinforce_loss(logprobs, returns):
+    return -2 * (logprobs * returns).mean()
+""",
+        ),
+        (
+            "reinforce_loss",
+            "the log-probabilities detached: no gradient reaches the policy",
+            """
+def reinforce_loss(logprobs, returns):
+    return -(logprobs.detach() * returns).mean()
+""",
+        ),
+        (
+            "reinforce_loss",
+            "probabilities where log-probabilities belong",
+            """
+def reinforce_loss(logprobs, returns):
+    return -(logprobs.exp() * returns).mean()
+""",
+        ),
+    ],
+    "vpg": [
+        (
+            "vpg_loss",
+            "the values detached in the value loss: the critic never learns",
+            """
+def vpg_loss(logprobs, values, returns):
+    advantages = (returns - values).detach()
+    return -(logprobs * advantages).mean(), ((returns - values.detach()) ** 2).mean()
+""",
+        ),
+        (
+            "vpg_loss",
+            "the value loss not squared",
+            """
+def vpg_loss(logprobs, values, returns):
+    advantages = (returns - values).detach()
+    return -(logprobs * advantages).mean(), (returns - values).abs().mean()
+""",
+        ),
+        (
+            "vpg_loss",
+            None,  # the value loss a sum
+            """
+def vpg_loss(logprobs, values, returns):
+    advantages = (returns - values).detach()
+    return -(logprobs * advantages).mean(), ((returns - values) ** 2).sum()
+""",
+        ),
+    ],
+    "ppo": [
+        (
+            "ppo_loss",
+            "the min taken over the two ratios, then times A",  # not "no clip"
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = (new_logprobs - old_logprobs).exp()
+    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return -(torch.min(ratio, clipped) * advantages).mean()
+""",
+        ),
+        (
+            "ppo_loss",
+            "returned a loss with no gradient",
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = (new_logprobs - old_logprobs).exp().detach()
+    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+""",
+        ),
+        (
+            "ppo_loss",
+            None,  # clipped to [-eps, eps], not around 1
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = (new_logprobs - old_logprobs).exp()
+    clipped = ratio.clamp(-clip_coef, clip_coef)
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+""",
+        ),
+        (
+            "ppo_loss",
+            "the sign",
+            """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = (new_logprobs - old_logprobs).exp()
+    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return torch.min(ratio * advantages, clipped * advantages).mean()
+""",
+        ),
+        (
+            "value_loss",
+            "half the mean squared error",
+            """
+def value_loss(values, returns):
+    return 0.5 * ((returns - values) ** 2).mean()
+""",
+        ),
+    ],
+    "ppo_gae": [
+        (
+            "compute_gae",
+            "operator.invert",  # ~flag, right for bool, raises on train()'s float32 flags
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        delta = rewards[t] + gamma * ~terminated[t] * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * ~episode_end[t] * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "compute_gae",
+            "returns = advantages",
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        delta = rewards[t] + gamma * (1 - terminated[t]) * next_values[t] - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * (1 - episode_end[t]) * a
+    return advantages, advantages
+""",
+        ),
+        (
+            "compute_gae",
+            None,  # V(s_{t+1}) from values[t + 1], next_values only after the last step
+            """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    advantages, a = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        v_next = next_values[t] if t == len(rewards) - 1 else values[t + 1]
+        delta = rewards[t] + gamma * (1 - terminated[t]) * v_next - values[t]
+        a = advantages[t] = delta + gamma * gae_lambda * (1 - episode_end[t]) * a
+    return advantages, advantages + values
+""",
+        ),
+        (
+            "value_loss",
+            None,  # the clipped term alone, no max
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    if old_values is not None and clip_coef is not None:
+        values = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+    return ((returns - values) ** 2).mean()
+""",
+        ),
+        (
+            "value_loss",
+            "a sum where the mean belongs",
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    loss = (returns - values) ** 2
+    if old_values is not None and clip_coef is not None:
+        clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+        loss = torch.max(loss, (returns - clipped) ** 2)
+    return loss.sum()
+""",
+        ),
+    ],
+    "ppo_continuous": [
+        (
+            "Agent.get_action_and_value",
+            "the mean detached: no gradient reaches the actor's layers",
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x).detach()
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            None,  # all of it under no_grad: nothing reaches the actor, nor the critic
+            """
+    def get_action_and_value(self, x, action=None):
+        with torch.no_grad():
+            mean = self.actor_mean(x)
+            dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+            if action is None:
+                action = dist.sample()
+            return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            "x normalized a second time",
+            """
+    def get_action_and_value(self, x, action=None):
+        x = self.obs_norm(x)
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            None,  # V(s) not from the critic of x: of the normalized-again x
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        value = self.critic(self.obs_norm(x))
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), value
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            "sigma detached: no gradient reaches actor_logstd",
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.detach().exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            "V(x) detached",
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        value = self.get_value(x).detach()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), value
+""",
+        ),
+        (
+            "Agent.get_action_and_value",
+            None,  # the mean of a fixed observation: the policy ignores x
+            """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(torch.zeros_like(x))
+        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+""",
+        ),
+        (
+            "RunningNorm.update",
+            "Bessel's correction",
+            """
+    def update(self, x):
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + batch_count
+        self.mean = self.mean + delta * batch_count / total
+        moments = self.var * self.count + batch_var * batch_count
+        self.var = (moments + delta**2 * self.count * batch_count / total) / total
+        self.count = total
+""",
+        ),
+        (
+            "RunningNorm.update",
+            "float64",  # the buffers left in float64: the networks' float32 layers refuse them
+            """
+    def update(self, x):
+        x = x.double()
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, correction=0), x.shape[0]
+        mean, var, count = self.mean.double(), self.var.double(), self.count.double()
+        delta, total = batch_mean - mean, count + batch_count
+        self.mean = mean + delta * batch_count / total
+        moments = var * count + batch_var * batch_count + delta**2 * count * batch_count / total
+        self.var = moments / total
+        self.count = total
+""",
+        ),
+        (
+            "RunningNorm.update",
+            None,  # the count never grows
+            """
+    def update(self, x):
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, correction=0), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + batch_count
+        self.mean = self.mean + delta * batch_count / total
+        moments = self.var * self.count + batch_var * batch_count
+        self.var = (moments + delta**2 * self.count * batch_count / total) / total
+""",
+        ),
+        (
+            "adapted_lr",
+            "",  # a factor of 2, bounds kept: wrong near each bound, and no known mistake
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    if kl > 2 * target_kl:
+        return max(lr / 2, 1e-5)
+    if kl < target_kl / 2:
+        return min(lr * 2, max_lr)
+    return lr
+""",
+        ),
+        (
+            "adapted_lr",
+            None,  # the issue's: a wrong factor and no floor
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    if kl > 2 * target_kl:
+        return lr / 1.4
+    if kl < target_kl / 2:
+        return min(lr * 1.5, max_lr)
+    return lr
+""",
+        ),
+        (
+            "adapted_lr",
+            "no floor: it falls below 1e-5",
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    if kl > 2 * target_kl:
+        return max(lr / 1.5, 1e-6)
+    if kl < target_kl / 2:
+        return min(lr * 1.5, max_lr)
+    return lr
+""",
+        ),
+        (
+            "adapted_lr",
+            None,  # the band's edges excluded: kl = 2 target_kl lowers the step size
+            """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    if kl >= 2 * target_kl:
+        return max(lr / 1.5, 1e-5)
+    if kl <= target_kl / 2:
+        return min(lr * 1.5, max_lr)
+    return lr
+""",
+        ),
+    ],
+}
+PLANTED = {rung: PLANTED[rung] + PLANTED_MORE[rung] for rung in PLANTED}
+
+
+SOLVED = {}  # rung: its exercise file, solved (make.py runs ruff: once a rung)
+
+
+def with_function(rung, name, source):
+    """The script's exercise file, solved, with `name` replaced by `source` (a def)."""
+    import ast as syntax
+
+    if rung not in SOLVED:
+        SOLVED[rung] = exercise_maker.exercise(rung, solved=True)
+    text = SOLVED[rung]
+    tree, lines = syntax.parse(text), text.splitlines()
+    top, _, method = name.partition(".")
+    (node,) = [n for n in tree.body if getattr(n, "name", None) == top]
+    if method:
+        (node,) = [n for n in node.body if getattr(n, "name", None) == method]
+    lines[node.lineno - 1 : node.end_lineno] = source.strip("\n").splitlines()
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "rung, name, words, source",
+    [(rung, *planted) for rung, items in PLANTED.items() for planted in items],
+    ids=lambda value: value if isinstance(value, str) and len(value) < 30 else "",
+)
+def test_the_grader_catches_planted_mistakes(rung, name, words, source, tmp_path, capsys):
+    path = tmp_path / f"{rung}.py"
+    path.write_text(with_function(rung, name, source))
+    code, lines = grade(rung, path, capsys)
+    assert code == 1, lines
+    (failed,) = [line for line in lines[:-1] if not line.startswith("✓")]  # the others pass
+    assert failed.startswith(f"✗ {name}: "), lines
+    if words:
+        assert words in failed, failed
+    elif words == "":  # no known mistake gives the student's answer on every case: none named
+        assert not any(w in failed for w, _ in exercise_cases.MISTAKES[name]), failed
+    n = len(exercise_cases.EXERCISES[rung])
+    assert lines[-1] == f"{n - 1} of {n} function{'s' * (n > 1)} passed", lines
+
+
+def test_planted_mistakes_cover_every_exercise_three_times():
+    for rung, blanks in exercise_cases.EXERCISES.items():
+        for name in blanks:
+            assert sum(n == name for n, _, _ in PLANTED[rung]) >= 3, (rung, name)
+    assert sum(len(planted) for planted in PLANTED.values()) >= 40
+
+
+# Right answers in other forms than the scripts': each must pass every case. (rung, name, source)
+RIGHT_FORMS = [
+    (
+        "reinforce",
+        "discounted_returns",  # ~done on train()'s bool dones
+        """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    returns, g = [], torch.zeros_like(rewards[0]) if last_value is None else last_value
+    for t in reversed(range(len(rewards))):
+        g = rewards[t] + gamma * ~dones[t] * g
+        returns.append(g)
+    return torch.stack(returns[::-1])
+""",
+    ),
+    (
+        "reinforce",
+        "discounted_returns",  # torch.where, in float64
+        """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    r = rewards.double()
+    returns = torch.zeros_like(r)
+    g = torch.zeros_like(r[0]) if last_value is None else last_value.double()
+    for t in range(len(r) - 1, -1, -1):
+        g = r[t] + gamma * torch.where(dones[t], torch.zeros_like(g), g)
+        returns[t] = g
+    return returns
+""",
+    ),
+    (
+        "reinforce",
+        "discounted_returns",  # 1 - done, once the bool flags are floats
+        """
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    not_done = 1 - dones.float()
+    returns = rewards.clone()
+    g = 0.0 if last_value is None else last_value
+    for t in reversed(range(rewards.shape[0])):
+        returns[t] = g = rewards[t] + gamma * not_done[t] * g
+    return returns
+""",
+    ),
+    (
+        "reinforce",
+        "reinforce_loss",  # float64, and a dot product
+        """
+def reinforce_loss(logprobs, returns):
+    return -torch.dot(logprobs.double(), returns.double()) / logprobs.numel()
+""",
+    ),
+    (
+        "vpg",
+        "vpg_loss",  # F.mse_loss, the detach on values alone
+        """
+def vpg_loss(logprobs, values, returns):
+    import torch.nn.functional as F
+
+    return -(logprobs * (returns - values.detach())).mean(), F.mse_loss(values, returns)
+""",
+    ),
+    (
+        "ppo",
+        "ppo_loss",  # torch.where on the advantage's sign
+        """
+def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
+    ratio = torch.exp(new_logprobs - old_logprobs)
+    upper = torch.minimum(ratio, torch.tensor(1 + clip_coef))
+    lower = torch.maximum(ratio, torch.tensor(1 - clip_coef))
+    return -torch.where(advantages >= 0, upper * advantages, lower * advantages).mean()
+""",
+    ),
+    (
+        "ppo",
+        "value_loss",  # float64
+        """
+def value_loss(values, returns):
+    return (values.double() - returns.double()).square().mean()
+""",
+    ),
+    (
+        "ppo_gae",
+        "compute_gae",  # 1 - flag on train()'s float32 flags, the deltas at once
+        """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    deltas = rewards + gamma * (1 - terminated) * next_values - values
+    advantages = torch.zeros_like(deltas)
+    running = torch.zeros_like(deltas[0])
+    for t in reversed(range(len(deltas))):
+        running = deltas[t] + gamma * gae_lambda * (1 - episode_end[t]) * running
+        advantages[t] = running
+    return advantages, advantages + values
+""",
+    ),
+    (
+        "ppo_gae",
+        "compute_gae",  # torch.where on the flags, in float64
+        """
+def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+    r, v, nv = rewards.double(), values.double(), next_values.double()
+    a, advantages = torch.zeros_like(r[0]), []
+    for t in reversed(range(len(r))):
+        bootstrap = torch.where(terminated[t] > 0, torch.zeros_like(nv[t]), nv[t])
+        delta = r[t] + gamma * bootstrap - v[t]
+        a = delta + gamma * gae_lambda * torch.where(episode_end[t] > 0, torch.zeros_like(a), a)
+        advantages.insert(0, a)
+    advantages = torch.stack(advantages).float()
+    return advantages, advantages + values
+""",
+    ),
+    (
+        "ppo_gae",
+        "value_loss",  # torch.maximum, clamp's tensor bounds
+        """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    unclipped = (values - returns) ** 2
+    if old_values is None or clip_coef is None:
+        return unclipped.mean()
+    clipped = torch.clamp(values, old_values - clip_coef, old_values + clip_coef)
+    return torch.maximum(unclipped, (clipped - returns) ** 2).mean()
+""",
+    ),
+    (
+        "ppo_continuous",
+        "Agent.get_action_and_value",  # Independent(Normal), which sums over the last dim
+        """
+    def get_action_and_value(self, x, action=None):
+        from torch.distributions import Independent
+
+        dist = Independent(Normal(self.actor_mean(x), torch.exp(self.actor_logstd)), 1)
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action), dist.entropy(), self.get_value(x)
+""",
+    ),
+    (
+        "ppo_continuous",
+        "Agent.get_action_and_value",  # the Gaussian by hand: sample, log-density, entropy
+        """
+    def get_action_and_value(self, x, action=None):
+        import math
+
+        mean, log_std = self.actor_mean(x), self.actor_logstd
+        if action is None:
+            with torch.no_grad():
+                action = mean + log_std.exp() * torch.randn_like(mean)
+        z = (action - mean) / log_std.exp()
+        logprob = (-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + log_std).sum().expand(len(x))
+        return action, logprob, entropy, self.critic(x)
+""",
+    ),
+    (
+        "ppo_continuous",
+        "RunningNorm.update",  # float64 inside, float32 kept, in place
+        """
+    def update(self, x):
+        x, n = x.double(), x.shape[0]
+        mean, var, count = self.mean.double(), self.var.double(), self.count.double()
+        batch_mean, batch_var = x.mean(0), ((x - x.mean(0)) ** 2).mean(0)
+        total = count + n
+        new_mean = mean + (batch_mean - mean) * n / total
+        m2 = var * count + batch_var * n + (batch_mean - mean) ** 2 * count * n / total
+        self.mean.copy_(new_mean)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+""",
+    ),
+    (
+        "ppo_continuous",
+        "adapted_lr",  # one factor, then one clip
+        """
+def adapted_lr(lr, kl, target_kl, max_lr):
+    factor = 1 / 1.5 if kl > 2 * target_kl else 1.5 if kl < target_kl / 2 else 1.0
+    return lr if factor == 1.0 else float(min(max(lr * factor, 1e-5), max_lr))
+""",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "rung, name, source",
+    RIGHT_FORMS,
+    ids=[f"{rung}-{name}-{i}" for i, (rung, name, _) in enumerate(RIGHT_FORMS)],
+)
+def test_right_answers_in_other_forms_pass(rung, name, source, tmp_path, capsys):
+    path = tmp_path / f"{rung}.py"
+    path.write_text(with_function(rung, name, source))
+    code, lines = grade(rung, path, capsys)
+    assert code == 0 and all(line.startswith("✓ ") for line in lines[:-1]), lines
+
+
+def test_right_forms_cover_every_exercise():
+    covered = {(rung, name) for rung, name, _ in RIGHT_FORMS}
+    exercises = {(rung, name) for rung, names in exercise_cases.EXERCISES.items() for name in names}
+    assert covered == exercises and len(RIGHT_FORMS) >= 12
+
+
+# What train() passes each exercise, as its docstring states: a check per function, which a
+# right answer may rely on. Every case of the grader keeps to it.
+def _is(x, dtype, dims, grad=None):
+    ok = isinstance(x, torch.Tensor) and x.dtype == dtype and x.dim() == dims
+    return ok and (grad is None or x.requires_grad == grad)
+
+
+def _losses(*tensors, grads):
+    first = tensors[0]
+    return all(
+        _is(x, torch.float32, 1, grad) and x.shape == first.shape
+        for x, grad in zip(tensors, grads, strict=True)
+    )
+
+
+CONTRACTS = {
+    ("reinforce", "discounted_returns"): lambda rewards, dones, gamma, last_value=None: (
+        _is(rewards, torch.float32, 2)
+        and _is(dones, torch.bool, 2)
+        and dones.shape == rewards.shape
+        and type(gamma) is float
+        and (last_value is None or _is(last_value, torch.float32, 1))
+        and (last_value is None or last_value.shape == rewards.shape[1:])
+    ),
+    ("reinforce", "reinforce_loss"): lambda logprobs, returns: _losses(
+        logprobs, returns, grads=(True, False)
+    ),
+    ("vpg", "vpg_loss"): lambda logprobs, values, returns: _losses(
+        logprobs, values, returns, grads=(True, True, False)
+    ),
+    ("ppo", "ppo_loss"): lambda new, old, advantages, clip_coef: (
+        _losses(new, old, advantages, grads=(True, False, False)) and type(clip_coef) is float
+    ),
+    ("ppo", "value_loss"): lambda values, returns: _losses(values, returns, grads=(True, False)),
+    ("ppo_gae", "compute_gae"): lambda *tensors_gamma_lambda: (
+        all(_is(x, torch.float32, 2, False) for x in tensors_gamma_lambda[:5])
+        and len({x.shape for x in tensors_gamma_lambda[:5]}) == 1
+        and all(((x == 0) | (x == 1)).all() for x in tensors_gamma_lambda[3:5])
+        and all(type(x) is float for x in tensors_gamma_lambda[5:])
+    ),
+    ("ppo_gae", "value_loss"): lambda values, returns, old_values=None, clip_coef=None: (
+        _losses(values, returns, grads=(True, False))
+        and (old_values is None or _losses(values, old_values, grads=(True, False)))
+        and type(clip_coef) is float
+    ),
+    ("ppo_continuous", "Agent.get_action_and_value"): lambda self, x, action=None: (
+        _is(x, torch.float32, 2)
+        and (action is None or (_is(action, torch.float32, 2) and len(action) == len(x)))
+    ),
+    ("ppo_continuous", "RunningNorm.update"): lambda self, x: (
+        _is(x, torch.float32, 2) and x.shape[1:] == self.mean.shape
+    ),
+    ("ppo_continuous", "adapted_lr"): lambda *numbers: all(type(x) is float for x in numbers),
+}
+
+
+def test_every_case_keeps_to_the_contract_the_docstring_states():
+    """A right answer that relies on train()'s contract passes: each case's inputs are checked
+    against it on the way in to the script's own function."""
+    for (rung, name), keeps in CONTRACTS.items():
+        own, broken = grader.find(exercise_cases.script(rung), name), []
+
+        def strict(*args, own=own, keeps=keeps, broken=broken, **kwargs):
+            if not keeps(*args, **kwargs):
+                broken.append(args)
+            return own(*args, **kwargs)
+
+        passed, line = grader.check(rung, name, strict)
+        assert passed and broken == [], (line, broken[:1])
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "    while True:\n        pass\n",
+        "    while True:\n        try:\n            x = 0\n"
+        "        except Exception:\n            pass\n",
+    ],
+    ids=["a loop", "a loop that catches Exception"],
+)
+def test_a_function_that_never_returns_fails_its_time_limit_and_the_grader_goes_on(
+    loop, tmp_path, capsys
+):
+    source = "def discounted_returns(rewards, dones, gamma, last_value=None):\n" + loop
+    path = tmp_path / "reinforce.py"
+    path.write_text(with_function("reinforce", "discounted_returns", source))
+    started = time.monotonic()
+    code, lines = grade("reinforce", path, capsys, "--time-limit", "0.5")
+    assert time.monotonic() - started < 10 and code == 1, lines
+    assert lines[0] == (
+        "✗ discounted_returns: one env, (T, N) = (3, 1): still running after 0.5 s, the time "
+        "limit (a loop that never ends?)"
+    )
+    assert lines[1].startswith("✓ reinforce_loss: ") and lines[2] == "1 of 2 functions passed"
+
+
+def test_the_graders_help_says_the_time_limit(capsys):
+    with pytest.raises(SystemExit) as exc:
+        grader.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert exc.value.code == 0 and "--time-limit SECONDS" in text
+    assert f"Each function gets {grader.TIME_LIMIT:g} s for all its cases" in text
+    assert 1 <= grader.TIME_LIMIT <= 10 and "--folder DIR" in text and "--csv PATH" in text
+
+
+def test_a_teacher_grades_a_folder_in_one_command_a_row_per_student(tmp_path):
+    """Three students: one right, one wrong (min in the clipped value loss), one blank; each
+    graded in a process of their own."""
+    import csv
+
+    folder = tmp_path / "handed_in"
+    solved = exercise_maker.exercise("ppo_gae", solved=True)
+    for student, text in [
+        ("ada", solved),
+        ("bob", solved.replace("loss = torch.max(loss,", "loss = torch.min(loss,")),
+    ]:
+        (folder / student).mkdir(parents=True)
+        (folder / student / "ppo_gae.py").write_text(text)
+    shutil.copy(ROOT / "exercises" / "ppo_gae.py", folder / "cy.py")  # a file, not a folder
+    table = tmp_path / "grades.csv"
+    argv = ["ppo_gae", "--folder", str(folder), "--csv", str(table)]
+    done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines() == [
+        "student  passed      not passed",
+        "ada      2 of 2",
+        "bob      1 of 2      ✗ value_loss",
+        "cy       0 of 2      · compute_gae, · value_loss",
+    ]
+    rows = list(csv.reader(table.open()))
+    assert rows[0] == ["student", "passed", "functions", "compute_gae", "value_loss"]
+    assert [row[:3] for row in rows[1:]] == [["ada", "2", "2"], ["bob", "1", "2"], ["cy", "0", "2"]]
+    assert rows[2][4].startswith("✗ value_loss: clipped: ")
+    assert rows[2][4].endswith(": min where the clipped value loss needs max")
+    assert rows[3][3:] == ["· compute_gae: not written yet", "· value_loss: not written yet"]
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [("def broken(:\n", "SyntaxError"), ("import no_such_module\n", "ModuleNotFoundError")],
+)
+def test_a_file_the_grader_cannot_read_is_one_line_and_status_2(text, says, tmp_path, capsys):
+    path = tmp_path / "ppo.py"
+    path.write_text(text)
+    code, lines = grade("ppo", path, capsys)
+    assert code == 2 and len(lines) == 1 and says in lines[0] and "check.py: error:" in lines[0]
+    code, lines = grade("no_such_rung", path, capsys)
+    assert code == 2 and lines == [
+        "check.py: error: unknown rung 'no_such_rung': one of reinforce, vpg, ppo, ppo_gae, "
+        "ppo_continuous"
+    ]
+
+
+def exercise_copy(tmp_path, rung, text):
+    """exercises/RUNG.py with `text`, in a folder of its own beside links to the grader."""
+    folder = tmp_path / "exercises"
+    folder.mkdir()
+    for name in ("check.py", "cases.py"):
+        (folder / name).symlink_to(ROOT / "exercises" / name)
+    (folder / f"{rung}.py").write_text(text)
+    return folder / f"{rung}.py"
+
+
+def test_an_exercise_file_trains_the_script_with_the_students_functions(tmp_path):
+    rung = "ppo_gae"
+    blank = cli([str(ROOT / "exercises" / f"{rung}.py")], tmp_path)
+    assert blank.returncode == 1 and blank.stdout == "", blank.stderr
+    assert blank.stderr.strip() == (
+        "ppo_gae.py: error: write compute_gae first, then check it: "
+        "python exercises/check.py ppo_gae"
+    )
+    # Solved, with a compute_gae that counts its calls: the script's train() runs with it.
+    solved = exercise_maker.exercise(rung, solved=True).replace(
+        "    advantages = torch.zeros_like(rewards)\n",
+        "    print('student compute_gae')\n    advantages = torch.zeros_like(rewards)\n",
+    )
+    path = exercise_copy(tmp_path, rung, solved)
+    argv = flags("--total-timesteps 2048 --eval-episodes 1 --run-dir run")
+    done = cli([str(path), *argv], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("student compute_gae") == 4  # 2048 / 512 steps a rollout
+    assert "evaluation over 1 episodes" in done.stdout
+
+
+def test_an_exercise_file_answers_help_blank_and_stops_a_broken_run_in_one_line(tmp_path):
+    rung = "ppo_gae"
+    helped = cli([str(ROOT / "exercises" / f"{rung}.py"), "--help"], tmp_path)  # blanks unwritten
+    assert helped.returncode == 0 and helped.stderr == "", helped.stderr
+    assert helped.stdout.startswith("usage: ppo_gae.py") and "--gae-lambda" in helped.stdout
+    # A compute_gae that returns the advantages alone: train() cannot unpack it.
+    broken = exercise_maker.exercise(rung, solved=True).replace(
+        "    return advantages, advantages + values\n", "    return advantages\n"
+    )
+    path = exercise_copy(tmp_path, rung, broken)
+    argv = flags("--total-timesteps 512 --eval-episodes 0 --run-dir run")
+    done = cli([str(path), *argv], tmp_path)
+    assert done.returncode == 1 and done.stderr.strip() == (
+        "ppo_gae.py: error: training stopped: ValueError: too many values to unpack (expected 2); "
+        "check your functions: python exercises/check.py ppo_gae"
+    )
+
+
+EXERCISES_NOTEBOOK = ROOT / "exercises.ipynb"
+
+
+def run_notebook(nb, monkeypatch, path):
+    """Every cell of nb in a fresh kernel of this interpreter, quick mode; nb gets the outputs."""
+    nbclient = pytest.importorskip("nbclient")
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    class ThisInterpreter(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name):
+            argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            return KernelSpec(argv=argv, display_name="this", language="python")
+
+    monkeypatch.setenv("NOTEBOOK_QUICK", "1")
+    km = KernelManager(kernel_spec_manager=ThisInterpreter(), kernel_name="python3")
+    resources = {"metadata": {"path": str(path)}}
+    nbclient.NotebookClient(nb, km=km, timeout=300, resources=resources).execute()
+    return nb
+
+
+def solved_notebook():
+    """exercises.ipynb with every solution cell's blank filled with the script's own code."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(EXERCISES_NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and cell.cell_type == "code":  # not the answers in words
+            rung, name = meta["grade_id"].split("-", 1)
+            source = exercise_maker.exercise(rung, solved=True)
+            tops = exercise_maker.ast.parse(source).body
+            (node,) = [n for n in tops if getattr(n, "name", None) == name]
+            solved = "\n".join(source.splitlines()[node.lineno - 1 : node.end_lineno])
+            keep = cell.source.split("\n\n\n")[-1]  # RUNG.NAME = NAME: into the rung's namespace
+            cell.source = f"{solved}\n\n\n{keep}"
+    return nb
+
+
+def printed(nb):
+    return "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+
+
+def check_cells_show_one_line_each(nb):
+    """Each check cell's output is its verdict line alone: printed, no bare True or False."""
+    checks = [c for c in nb.cells if c.source.startswith("notebook_check(")]
+    outputs = [[(o.output_type, o.get("text", "")) for o in c.outputs] for c in checks]
+    assert len(checks) == 10 and all(
+        len(out) == 1 and out[0][0] == "stream" and out[0][1].count("\n") == 1 for out in outputs
+    ), outputs
+
+
+def test_exercises_notebook_as_committed_says_what_to_write_first(monkeypatch, tmp_path):
+    """No outputs committed; run, each check says "not written yet" and each training cell what
+    to write first, in one line, and no cell gives error output."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(EXERCISES_NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert all(
+        not c.get("outputs") and not c.get("execution_count")
+        for c in nb.cells
+        if c.cell_type == "code"
+    )
+    run_notebook(nb, monkeypatch, ROOT)
+    assert notebook_problems(nb) == []
+    check_cells_show_one_line_each(nb)
+    text = printed(nb)
+    names = [name for blanks in exercise_cases.EXERCISES.values() for name in blanks]
+    assert text.count("not written yet") == len(names)
+    assert text.count(" first (and check it): then this cell trains ") == 6  # ppo.py twice
+    assert "Traceback" not in text and "mean return" not in text
+
+
+def test_exercises_notebook_filled_from_the_scripts_passes_and_learns(monkeypatch):
+    nb = run_notebook(solved_notebook(), monkeypatch, ROOT)
+    assert notebook_problems(nb) == []
+    check_cells_show_one_line_each(nb)
+    text = printed(nb)
+    names = [name for blanks in exercise_cases.EXERCISES.values() for name in blanks]
+    assert text.count("✓ ") == len(names) and "✗" not in text and "not written" not in text
+    moved = re.findall(
+        r"(\w+)\.py with your functions: mean return, first 20 episodes "
+        r"(-?[\d.]+), last 20 (-?[\d.]+)",
+        text,
+    )
+    assert [rung for rung, _, _ in moved] == [*exercise_cases.EXERCISES][:3] + ["ppo"] + [
+        *exercise_cases.EXERCISES
+    ][3:], text  # ppo.py twice: clipped, then with --clip-coef 1e9
+    del moved[3]  # the unclipped run: the student compares, nothing is promised
+    for _rung, first, last in moved:  # every rung learns, even in quick mode
+        first, last = float(first), float(last)  # CartPole: returns doubled; Pendulum: +100
+        assert last > 2 * first if first > 0 else last > first + 100, moved
+
+
+def test_each_rung_of_the_exercises_notebook_keeps_its_functions_apart(capsys):
+    """Every solved cell run in one kernel's globals, ppo_gae's after ppo's: the global
+    value_loss is ppo_gae's, and ppo's check, run again, still checks ppo's own."""
+    from types import SimpleNamespace
+
+    nb = solved_notebook()
+    kernel = dict(torch=torch, nn=torch.nn, np=np, SimpleNamespace=SimpleNamespace)
+    kernel |= dict(Normal=torch.distributions.Normal, Categorical=torch.distributions.Categorical)
+    (imports,) = [c.source for c in nb.cells if "from check import" in c.source]
+    exec(next(line for line in imports.splitlines() if line.startswith("reinforce, vpg")), kernel)
+    for i, cell in enumerate(nb.cells):  # the solved functions, and the helpers beside them
+        skip = ("notebook_check(", "notebook_train(", "%matplotlib", "LADDER_ROOT")
+        if cell.cell_type == "code" and not any(s in cell.source for s in skip):
+            name = f"<cell-{i}>"  # as IPython keeps a cell's source: the grader reads it there
+            linecache.cache[name] = (len(cell.source), None, cell.source.splitlines(True), name)
+            exec(compile(cell.source, name, "exec"), kernel)
+    assert kernel["value_loss"] is kernel["ppo_gae"].value_loss
+    assert list(inspect.signature(kernel["ppo"].value_loss).parameters) == ["values", "returns"]
+    (cell,) = [c.source for c in nb.cells if c.source.startswith('notebook_check("ppo", "value')]
+    assert cell == 'notebook_check("ppo", "value_loss", ppo)'
+    capsys.readouterr()  # what the cells worked by hand printed
+    assert grader.notebook_check("ppo", "value_loss", kernel["ppo"]) is None  # no bare True
+    line = capsys.readouterr().out
+    assert line.startswith("✓ value_loss: 4 cases passed") and "against ppo.py's own" in line
+
+
+def test_a_notebook_run_that_breaks_stops_in_one_line_and_the_graders(
+    tmp_path, monkeypatch, capsys
+):
+    """A wrong answer either learns worse or stops its run: one line, then the grader's."""
+    from types import SimpleNamespace
+
+    def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
+        return rewards + gamma * (1 - terminated) * next_values - values  # no tuple
+
+    monkeypatch.chdir(tmp_path)  # its runs/
+    answers = SimpleNamespace(compute_gae=compute_gae, value_loss=ppo_gae.value_loss)
+    assert grader.notebook_train("ppo_gae", answers, quick=True) is None
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-2] == "ppo_gae.py stopped: ValueError: too many values to unpack (expected 2)"
+    assert lines[-1].startswith("✗ compute_gae: plain: (advantages, returns), one env: ")
+    assert not any("Traceback" in line or "with your functions" in line for line in lines)
+
+
+def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monkeypatch):
+    """nbgrader itself: generate_assignment keeps each blank's signature and docstring, and
+    autograde gives a solved copy every point and a blank one none."""
+    pytest.importorskip("nbgrader")
+    nbformat = pytest.importorskip("nbformat")
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
+
+    course = tmp_path / "course"
+    (course / "source" / "hw").mkdir(parents=True)
+    shutil.copy(EXERCISES_NOTEBOOK, course / "source" / "hw" / "exercises.ipynb")
+    config = Config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.course_id = "ladder"
+    config.ExecutePreprocessor.timeout = 300
+    monkeypatch.setenv("NOTEBOOK_QUICK", "1")
+    monkeypatch.setenv("LADDER_ROOT", str(ROOT))  # autograde runs a copy in a folder of its own
+    beside_python(monkeypatch)  # nbgrader runs `alembic` by name
+    monkeypatch.chdir(course)
+    api = NbGraderAPI(config=config)
+    assert api.generate_assignment("hw")["success"]
+    released = nbformat.read(course / "release" / "hw" / "exercises.ipynb", as_version=4)
+    solution = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    code = [c for c in solution if c.cell_type == "code"]
+    assert len(code) == 10 and all(
+        '"""' in c.source and "NotImplementedError" in c.source for c in code
+    )
+    # the answers in words: one "predict, then run" a rung and its questions, manually graded,
+    # a point each; released with nbgrader's stub where the model answer was
+    words = [c for c in solution if c.cell_type == "markdown"]
+    manual = 5 + sum(len(q) for q in exercise_maker.QUESTIONS.values())
+    assert len(words) == manual == 19 and all(c.metadata.nbgrader.points == 1 for c in words)
+    assert all("YOUR ANSWER HERE" in c.source and "model answer" not in c.source for c in words)
+    patched = nbformat.from_dict(released)  # a solution cell patches the grader: no point
+    (cell,) = [
+        c
+        for c in patched.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") == ("reinforce-discounted_returns")
+    ]
+    cell.source = PATCH + cell.source.replace("raise NotImplementedError()", "return None")
+    for student, nb in (("solved", solved_notebook()), ("blank", released), ("patched", patched)):
+        folder = course / "submitted" / student / "hw"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / "exercises.ipynb")
+        assert api.autograde("hw", student)["success"], student
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        scores = {s: gradebook.find_submission("hw", s).score for s in ("solved", "blank")}
+        assert gradebook.find_submission("hw", "patched").score == 0
+        total = gradebook.find_assignment("hw").max_score
+    # autograde scores the 10 checks; the 19 answers in words wait for a teacher (0 until then)
+    assert total == 10 + manual and scores == {"solved": 10, "blank": 0}, scores
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. The courses' own numbers: the CartPole homework's tests and the line-world MP's check
+#     in the grader, the questions in words
+# ----------------------------------------------------------------------------------------------
+
+
+def test_the_grader_runs_the_homework_tests_as_the_courses_own():
+    """One case each for reinforce_loss, vpg_loss and ppo_loss, named as the course's, that a
+    wrong loss fails: a sign, a baseline left out, the clip left out."""
+    for rung, name in (("reinforce", "reinforce_loss"), ("vpg", "vpg_loss"), ("ppo", "ppo_loss")):
+        (case,) = [c for c in exercise_cases.EXERCISES[rung][name][0]() if c.kind == "course"]
+        assert "course's own test" in case.label and case.tolerance == 1e-4
+        assert case.expected == exercise_cases.HOMEWORK[rung]
+        right = grader.attempt(case, exercise_cases.own(rung, name))
+        assert grader.passes(case, right), right
+        ok, line = grader.check(rung, name, exercise_cases.own(rung, name))
+        assert ok and "1 the CartPole course's own test" in line, line
+
+    def case(rung, name):
+        (found,) = [c for c in exercise_cases.EXERCISES[rung][name][0]() if c.kind == "course"]
+        return found
+
+    def wrong_sign(logprobs, returns):
+        return (logprobs * returns).mean()
+
+    def no_baseline(logprobs, values, returns):
+        return -(logprobs * returns).mean(), ((returns - values) ** 2).mean()
+
+    def no_clip(new_logprobs, old_logprobs, advantages, clip_coef):
+        return -((new_logprobs - old_logprobs).exp() * advantages).mean()
+
+    for rung, name, wrong in (
+        ("reinforce", "reinforce_loss", wrong_sign),
+        ("vpg", "vpg_loss", no_baseline),
+        ("ppo", "ppo_loss", no_clip),
+    ):
+        c = case(rung, name)
+        kind, got = grader.attempt(c, wrong)
+        assert kind == "ok" and abs(got - c.expected) > 1e-3 and not grader.passes(c, (kind, got))
+
+
+def test_the_exercises_questions_in_words_are_listed_for_teachers():
+    """Each rung of exercises.ipynb: a "predict, then run" before its run and 2 or 3 questions
+    after it, each a manually graded answer cell whose model answer sits in the solution region;
+    exercises/README.md lists every question as the notebook asks it."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(EXERCISES_NOTEBOOK, as_version=4)
+    readme = " ".join((ROOT / "exercises" / "README.md").read_text().split())
+    for rung in exercise_cases.EXERCISES:
+        questions = exercise_maker.QUESTIONS[rung]
+        assert 2 <= len(questions) <= 3
+        for question, model in [exercise_maker.PREDICT[rung], *questions]:
+            assert " ".join(question.split()) in readme, question
+            (i,) = [k for k, c in enumerate(nb.cells) if c.source.endswith(question)]
+            answer = nb.cells[i + 1]
+            meta = answer.metadata["nbgrader"]
+            assert answer.cell_type == "markdown" and meta["solution"] and meta["points"] == 1
+            region = answer.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            assert model in region
+        run, *unclipped = [
+            k for k, c in enumerate(nb.cells) if f'notebook_train("{rung}"' in c.source
+        ]  # ppo's run, then the same without the clip, beside it
+        assert [nb.cells[k].source.split(")")[0] for k in unclipped] == (
+            ['unclipped = notebook_train("ppo", ppo, QUICK, ["--clip-coef", "1e9"]']
+            * (rung == "ppo")
+        )
+        assert nb.cells[run - 2].source.startswith("**Predict, then run")
+        assert nb.cells[run - 1].metadata["nbgrader"]["grade_id"] == f"predict-{rung}"
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. A grader fit for grades: the student's code runs in a child that sends back data alone;
+#    the verdict is the grader's (issue 60)
+# ----------------------------------------------------------------------------------------------
+PATCH = """import sys
+
+for module in list(sys.modules.values()):  # the grader's passes(), wherever it is loaded
+    if hasattr(module, "passes"):
+        module.passes = lambda case, answer: True
+"""
+CASE_1 = "one env, (T, N) = (3, 1): rewards=[1.0, 2.0, 3.0], dones=[False, False, False], "
+CASE_1 += "gamma=0.5, last_value=None"
+GAE_1 = "plain: (advantages, returns), one env: "
+TIMED_OUT = (
+    "one env, (T, N) = (3, 1): still running after 1 s, the time limit (a loop that never ends?)"
+)
+WHY = {  # (rung, name, its body, or code before the file) -> the start and end of its ✗ line
+    "no return": (
+        "reinforce",
+        "discounted_returns",
+        "    returns = rewards.clone()\n",
+        f"{CASE_1}: returned None, where train() needs a tensor of shape (3, 1)"
+        " (a missing return?)",
+    ),
+    "no return, compute_gae": (
+        "ppo_gae",
+        "compute_gae",
+        "    advantages = rewards - values\n",
+        "(a missing return?)",
+    ),
+    "no return, vpg_loss": ("vpg", "vpg_loss", "    pass\n", "(a missing return?)"),
+    "KeyboardInterrupt": (
+        "reinforce",
+        "discounted_returns",
+        "    raise KeyboardInterrupt\n",
+        f"{CASE_1}: raised KeyboardInterrupt",
+    ),
+    "GeneratorExit": (
+        "reinforce",
+        "reinforce_loss",
+        "    raise GeneratorExit\n",
+        "the loss: logprobs=[-1.0, -2.0], returns=[3.0, -1.0]: raised GeneratorExit",
+    ),
+    "sys.exit(0)": (
+        "reinforce",
+        "discounted_returns",
+        "    sys.exit(0)\n",
+        f"{CASE_1}: raised SystemExit: 0",
+    ),
+    "os._exit(0)": (
+        "reinforce",
+        "discounted_returns",
+        "    os._exit(0)\n",
+        "one env, (T, N) = (3, 1): ended its process (exit status 0)",
+    ),
+    "a numpy array": (
+        "reinforce",
+        "discounted_returns",
+        "    return rewards.numpy().copy()\n",
+        f"{CASE_1}: returned a numpy array of shape (3, 1), where train() needs a tensor of "
+        "shape (3, 1)",
+    ),
+    "a float": (
+        "reinforce",
+        "reinforce_loss",
+        "    return float(-(logprobs * returns).mean())\n",
+        "returned a float, where train() needs a tensor of shape ()",
+    ),
+    "a tuple of 3": (
+        "ppo_gae",
+        "compute_gae",
+        "    return rewards, rewards, rewards\n",
+        "returned a tuple of 3 (a tensor of shape (3, 1), a tensor of shape (3, 1), a tensor of "
+        "shape (3, 1)), where train() needs a tuple of 2 (a tensor of shape (3, 1), a tensor of "
+        "shape (3, 1))",
+    ),
+    "an input changed in place": (
+        "ppo_gae",
+        "compute_gae",
+        "    advantages = rewards + gamma * (1 - terminated) * next_values - values\n"
+        "    return advantages, values.add_(advantages)\n",
+        f"{GAE_1}rewards=[1.0, 2.0, 3.0], values=[2.0, 1.0, 2.0], next_values=[1.0, 2.0, 4.0], "
+        "terminated=[0.0, 0.0, 0.0], episode_end=[0.0, 0.0, 0.0], gamma=0.5, gae_lambda=0.5: "
+        "changed its input values in place (train() uses it again)",
+    ),
+    "V of shape (B,)": (
+        "ppo_continuous",
+        "Agent.get_action_and_value",
+        "        mean = self.actor_mean(x)\n"
+        "        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))\n"
+        "        action = dist.sample() if action is None else action\n"
+        "        logp, entropy = dist.log_prob(action).sum(-1), dist.entropy().sum(-1)\n"
+        "        return action, logp, entropy, self.critic(x).flatten()\n",
+        "returned a tensor of shape (2,) as part 4, where train() needs a tensor of shape (2, 1)",
+    ),
+    "a loop that catches BaseException": (
+        "reinforce",
+        "discounted_returns",
+        "    while True:\n        try:\n            time.sleep(0.01)\n"
+        "        except BaseException:\n            pass\n",
+        TIMED_OUT,
+    ),
+    "a loop in C": (
+        "reinforce",
+        "discounted_returns",
+        "    return sum(range(10**11))\n",
+        TIMED_OUT,
+    ),
+}
+
+
+def wrong_file(rung, name, body):
+    """RUNG.py solved by the script, but NAME's body replaced by body."""
+    source = inspect.getsource(grader.find(exercise_cases.script(rung), name))
+    head = source[: source.index('"""', source.index('"""') + 3) + 3] + "\n"
+    return "import os\nimport sys\nimport time\n\n" + with_function(rung, name, head + body)
+
+
+@pytest.mark.parametrize("why", list(WHY))
+def test_every_failure_is_a_line_and_the_other_functions_are_still_graded(why, tmp_path, capsys):
+    rung, name, body, says = WHY[why]
+    path = tmp_path / f"{rung}.py"
+    path.write_text(wrong_file(rung, name, body))
+    started = time.monotonic()
+    code, lines = grade(rung, path, capsys, "--time-limit", "1")
+    assert time.monotonic() - started < 60 and code == 1, lines
+    (failed,) = [line for line in lines[:-1] if not line.startswith("✓")]  # the others pass
+    assert failed.startswith(f"✗ {name}: ") and failed.endswith(says), failed
+    n = len(exercise_cases.EXERCISES[rung])
+    assert lines[-1] == f"{n - 1} of {n} function{'s' * (n > 1)} passed", lines
+    assert not any("Traceback" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "top, says",
+    [
+        (PATCH, None),  # the grader's passes() replaced in the child: nothing changes here
+        ("import os\n\nos._exit(0)\n", "ended its process (exit status 0)"),
+        ("import sys\n\nsys.exit(0)\n", "SystemExit: 0"),
+    ],
+    ids=["passes patched", "os._exit(0)", "sys.exit(0)"],
+)
+def test_what_a_file_does_at_its_top_cannot_make_a_pass(top, says, tmp_path, capsys):
+    path = tmp_path / "reinforce.py"
+    path.write_text(
+        top
+        + (ROOT / "exercises" / "reinforce.py")
+        .read_text()
+        .replace(
+            '    raise NotImplementedError("loop t from the last step back; reset at each '
+            "episode's end\")\n",
+            "    return None\n",
+        )
+    )
+    code, lines = grade("reinforce", path, capsys)
+    if says is None:
+        assert (
+            code == 1
+            and lines[0].startswith("✗ discounted_returns: ")
+            and lines[1:]
+            == [
+                "· reinforce_loss: not written yet",
+                "0 of 2 functions passed",
+            ]
+        ), lines
+    else:
+        assert code == 2 and lines == [f"check.py: error: cannot load {path}: {says}"], lines
+
+
+def test_the_line_world_mps_check_is_a_case_of_its_own():
+    (case,) = [
+        c
+        for c in exercise_cases.EXERCISES["reinforce"]["discounted_returns"][0]()
+        if "line-world" in c.label
+    ]
+    assert case.kind == "course" and case.tolerance == 1e-4
+    assert [g for (g,) in case.expected][:11] == exercise_cases.LINE_WORLD_RETURNS
+    assert grader.passes(
+        case, grader.attempt(case, exercise_cases.own("reinforce", "discounted_returns"))
+    )
+
+    def no_reset(rewards, dones, gamma, last_value=None):
+        return exercise_cases._no_reset(rewards, dones, gamma)
+
+    assert not grader.passes(case, grader.attempt(case, no_reset))
+
+
+TAMPER = """import os, pathlib, signal, subprocess, sys
+
+for module in list(sys.modules.values()):
+    if hasattr(module, "passes"):
+        module.passes = lambda case, answer: True
+here = pathlib.Path({folder!r})
+(here / "ada.py").write_text("def compute_gae(*a):\\n    return None\\n")  # another's file
+with __import__("contextlib").suppress(OSError):
+    os.kill(os.getppid(), signal.SIGTERM)  # the grader, where it can be reached
+later = "import time; time.sleep(3); open({csv!r}, 'w').write('forged')"
+subprocess.Popen([sys.executable, "-c", later], start_new_session=True)  # left behind
+"""
+
+
+def test_a_class_run_no_student_can_disturb(tmp_path):
+    """Students who rewrite another's file, patch the grader, signal it and leave a process
+    behind to rewrite the CSV: each is graded from a copy taken before any ran; the run ends
+    with its table, and the CSV is the table's."""
+    folder, table = tmp_path / "handed_in", tmp_path / "grades.csv"
+    folder.mkdir()
+    solved = exercise_maker.exercise("ppo_gae", solved=True)
+    (folder / "ada.py").write_text(solved)
+    blank = (ROOT / "exercises" / "ppo_gae.py").read_text()
+    (folder / "aaron.py").write_text(TAMPER.format(folder=str(folder), csv=str(table)) + blank)
+    (folder / "bea.py").write_text(solved.replace("    return loss.mean()\n", "    pass\n"))
+    argv = ["ppo_gae", "--folder", str(folder), "--csv", str(table)]
+    done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines() == [
+        "student  passed      not passed",
+        "aaron    0 of 2      · compute_gae, · value_loss",
+        "ada      2 of 2",
+        "bea      1 of 2      ✗ value_loss",
+    ]
+    rows = list(__import__("csv").reader(table.open()))
+    assert [row[:3] for row in rows[1:]] == [
+        ["aaron", "0", "2"],
+        ["ada", "2", "2"],
+        ["bea", "1", "2"],
+    ]
+    assert rows[3][4].endswith("(a missing return?)")
+    if grader.isolation():  # a PID namespace: nothing a student started outlives their grading
+        time.sleep(4)
+        assert table.read_text().startswith("student,passed,functions,"), table.read_text()
