@@ -36,26 +36,20 @@ def checked_args(parser, argv, args):
     """The flags of a long run, checked. --resume RUN_DIR: its checkpoint's, but those given."""
     script = parser.prog
     if args.load_model and (args.resume or args.checkpoint_every):
-        fail(
-            script,
-            "--load-model evaluates a saved model: it takes no --resume or --checkpoint-every",
-        )
+        why = "--load-model evaluates a saved model: it takes no --resume or --checkpoint-every"
+        fail(script, why)
     if not args.resume:
         return args
     try:  # data only (weights_only): a file that would run code is refused, its code unrun
         saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)["args"]
     except Exception:  # no such folder or file; objects or code; not a checkpoint
-        fail(
-            script,
-            f"cannot --resume: {args.resume}/checkpoint.pt is missing or not one {script} wrote",
-        )
+        why = f"{args.resume}/checkpoint.pt is missing or not one {script} wrote"
+        fail(script, f"cannot --resume: {why}")
     args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
     for name in ("env_id", "num_envs", "num_steps", "critic_hidden"):  # the rollout's, the Agent's
         if getattr(args, name, None) != saved.get(name):
-            fail(
-                script,
-                f"--resume: --{name.replace('_', '-')} stays {saved[name]}, as in {args.resume}",
-            )
+            flag = f"--{name.replace('_', '-')}"
+            fail(script, f"--resume: {flag} stays {saved[name]}, as in {args.resume}")
     args.run_dir = args.resume
     return args
 
@@ -166,9 +160,8 @@ class LongRun:
             return gym.wrappers.RecordVideo(env, f"{self.run_dir}/videos", episode_trigger=episodes)
         except Exception as error:  # no moviepy, no pygame, no OpenGL for MuJoCo
             hint = "mujoco" in str(env.spec) and "; with no display, set MUJOCO_GL=egl or osmesa"
-            fail(
-                self.script, f"--capture-video: cannot film {self.args.env_id}: {error}{hint or ''}"
-            )
+            why = f"cannot film {self.args.env_id}: {error}{hint or ''}"
+            fail(self.script, f"--capture-video: {why}")
 
     # ---- checkpoints: all a resumed run needs, as data only ----
 
