@@ -232,7 +232,7 @@ def train(args):
     action_low = torch.as_tensor(envs.single_action_space.low, device=device)
     action_high = torch.as_tensor(envs.single_action_space.high, device=device)
     with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
-        next_obs, _ = envs.reset(seed=args.seed + global_step)  # each run's own episodes
+        next_obs, _ = envs.reset(seed=args.seed + global_step)  # a run going on: new episodes
         # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
         next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
         next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
@@ -322,7 +322,7 @@ def train(args):
 
 SCRIPT = Path(__file__).name
 CPU_THREADS = torch.get_num_threads()  # torch's default: one per core
-BEFORE = {}  # torch's settings before a run changed them
+BEFORE = {}  # torch's threads and cuDNN flag as set_up() found them: Log.__exit__ gives them back
 LONG_RUN_FLAGS = ("capture_video", "checkpoint_every", "resume", "async_envs", "track")
 
 

@@ -97,7 +97,7 @@ def train(args):
     score = torch.compile(score, dynamic=True) if args.compile else score  # docs/results.md
     log = start_log(args, run_dir, agent, optimizer, envs)  # TensorBoard and progress, below
     global_step = log.global_step  # env steps taken so far
-    seed = args.seed + global_step  # of the first reset; each run's own episodes
+    seed = args.seed + global_step  # of the first reset; a run going on: new episodes
     with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
         for iteration in log.iterations(args.total_timesteps):  # 1, 2, ...
             if global_step >= args.total_timesteps:  # the step budget ends it, not a count
@@ -161,7 +161,7 @@ def train(args):
 
 SCRIPT = Path(__file__).name
 CPU_THREADS = torch.get_num_threads()  # torch's default: one per core
-BEFORE = {}  # torch's settings before a run changed them
+BEFORE = {}  # torch's threads and cuDNN flag as set_up() found them: Log.__exit__ gives them back
 LONG_RUN_FLAGS = ("capture_video", "checkpoint_every", "resume", "async_envs", "track")
 
 
