@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Write exercises/RUNG.py for every rung from the scripts themselves: never edit them by hand.
 
-    python exercises/make.py           # write them
+    python exercises/make.py           # write them, but never over a file that differs
+    python exercises/make.py --force   # write them all, over a student's work too
     python exercises/make.py --check   # exit 1 if a committed file differs (test_exercises.py does)
 
 Each exercise keeps the script's name, signature and docstring, and its body becomes
@@ -10,6 +11,7 @@ the class's other methods; what the code needs from the script (imports, helpers
 layer_init) is copied in with it.
 """
 
+import argparse
 import ast
 import subprocess
 import sys
@@ -92,7 +94,8 @@ def exercise(rung, solved=False):
     body = ["\n".join(parts[n]) for n in sorted(parts, key=lambda n: tops[n].lineno)]
     code = "\n".join(imports) + "\n\n\n" + "\n\n\n".join(body) + "\n"
     text = HEADER.format(rung=rung) + "\n" + code + FOOTER.format(rung=rung)
-    ruff = [sys.executable, "-m", "ruff", "format", "--stdin-filename", f"{rung}.py", "-"]
+    where = str(HERE / f"{rung}.py")  # ruff finds pyproject.toml from there, wherever we run
+    ruff = [sys.executable, "-m", "ruff", "format", "--stdin-filename", where, "-"]
     return subprocess.run(ruff, input=text, capture_output=True, text=True, check=True).stdout
 
 
@@ -547,19 +550,43 @@ def notebook():
     )
 
 
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="make.py",
+        description="Write exercises/RUNG.py for every rung, and exercises.ipynb, from the scripts."
+        " A file that differs from what make.py writes (a student's work, or one the scripts"
+        " have moved on from) is written over only with --force.",
+    )
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
+        "--force", action="store_true", help="write over files that differ (their edits are lost)"
+    )
+    how.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if a file differs or is missing"
+    )
+    return parser.parse_args(argv)
+
+
 def main(argv):
-    stale = []
+    args = parse_args(argv)
     targets = [(HERE / f"{rung}.py", exercise(rung)) for rung in cases.EXERCISES]
-    for path, text in targets + [(HERE.parent / "exercises.ipynb", notebook())]:
-        if "--check" in argv:
-            if not path.exists() or path.read_text() != text:
-                stale.append(path.name)
-        else:
-            path.write_text(text)
-    if stale:
-        stale = ", ".join(stale)
-        print(f"make.py: {stale} differ from the scripts; run python exercises/make.py")
-    return 1 if stale else 0
+    targets.append((HERE.parent / "exercises.ipynb", notebook()))
+    stale = [
+        (path, text) for path, text in targets if not path.exists() or path.read_text() != text
+    ]
+    changed = ", ".join(str(path.relative_to(HERE.parent)) for path, _ in stale if path.exists())
+    if args.check:
+        if stale:
+            names = ", ".join(path.name for path, _ in stale)
+            print(f"make.py: {names} differ from the scripts; run python exercises/make.py --force")
+        return 1 if stale else 0
+    if changed and not args.force:
+        why = "differ from what make.py writes (your work?); nothing written, --force writes over"
+        print(f"make.py: {changed} {why} them", file=sys.stderr)
+        return 1
+    for path, text in stale:
+        path.write_text(text)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1766,3 +1766,70 @@ def test_a_class_run_no_student_can_disturb(tmp_path):
     if grader.isolation():  # a PID namespace: nothing a student started outlives their grading
         time.sleep(4)
         assert table.read_text().startswith("student,passed,functions,"), table.read_text()
+
+
+# ----------------------------------------------------------------------------------------------
+# make.py's command line: argparse's answers, and a student's work never written over
+# ----------------------------------------------------------------------------------------------
+
+
+def make_in_a_copy(tmp_path):
+    """make.py, cases.py, the scripts, pyproject.toml (ruff's settings) and the exercise files,
+    copied into tmp_path, where the copy's make.py reads and writes; the exercise files as make.py
+    writes them. Returns `python exercises/make.py ARGV` there."""
+    (tmp_path / "exercises").mkdir()
+    for name in ["make.py", "cases.py"]:
+        shutil.copy(ROOT / "exercises" / name, tmp_path / "exercises" / name)
+    for name in ["pyproject.toml", *(f"{rung}.py" for rung in exercise_cases.EXERCISES)]:
+        shutil.copy(ROOT / name, tmp_path / name)
+    for rung in exercise_cases.EXERCISES:
+        (tmp_path / "exercises" / f"{rung}.py").write_text(exercise_maker.exercise(rung))
+    (tmp_path / "exercises.ipynb").write_text(exercise_maker.notebook())
+    return lambda *argv: cli([str(tmp_path / "exercises" / "make.py"), *argv], tmp_path)
+
+
+def test_make_answers_help_and_a_wrong_flag_as_argparse_does_and_writes_nothing(tmp_path):
+    make = make_in_a_copy(tmp_path)
+    work = tmp_path / "exercises" / "ppo.py"
+    work.write_text("# a student's work\n")
+    helped = make("--help")
+    assert helped.returncode == 0 and helped.stderr == "", helped.stderr
+    assert helped.stdout.startswith("usage: make.py [-h] [--force | --check]\n"), helped.stdout
+    assert "--force" in helped.stdout and "--check" in helped.stdout
+    wrong = make("--bogus")
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert wrong.stderr.splitlines() == [
+        "usage: make.py [-h] [--force | --check]",
+        "make.py: error: unrecognized arguments: --bogus",
+    ]
+    assert work.read_text() == "# a student's work\n"  # neither wrote a file
+
+
+def test_make_writes_a_missing_file_but_never_over_a_students_work_without_force(tmp_path):
+    make = make_in_a_copy(tmp_path)
+    here = tmp_path / "exercises"
+    made = {path: path.read_text() for path in [here / "vpg.py", here / "ppo.py"]}
+    made[tmp_path / "exercises.ipynb"] = (tmp_path / "exercises.ipynb").read_text()
+    (here / "vpg.py").unlink()
+    done = make()  # a file that is missing loses nothing: written
+    assert done.returncode == 0 and done.stdout + done.stderr == "", done.stderr
+    assert (here / "vpg.py").read_text() == made[here / "vpg.py"]
+    (here / "ppo.py").write_text("# a student's work\n")
+    (tmp_path / "exercises.ipynb").write_text('{"cells": ["a student\'s work"]}\n')
+    (here / "vpg.py").unlink()
+    refused = make()
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.splitlines() == [
+        "make.py: exercises/ppo.py, exercises.ipynb differ from what make.py writes (your work?);"
+        " nothing written, --force writes over them"
+    ]
+    assert (here / "ppo.py").read_text() == "# a student's work\n"
+    assert not (here / "vpg.py").exists()  # nothing written
+    checked = make("--check")  # compares, writes nothing
+    assert checked.returncode == 1 and checked.stdout.startswith(
+        "make.py: vpg.py, ppo.py, exercises.ipynb differ from the scripts"
+    )
+    assert (here / "ppo.py").read_text() == "# a student's work\n"
+    forced = make("--force")
+    assert forced.returncode == 0 and forced.stdout + forced.stderr == "", forced.stderr
+    assert {path: path.read_text() for path in made} == made
