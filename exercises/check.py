@@ -12,26 +12,28 @@ what was expected, what came back, and the mistake in words where a known one ex
 case), then the total. Exit status: 0 when all pass; 1 when any fails or is not written yet; 2
 for an unknown rung or a file that cannot be read, in one line.
 
-The student's code runs in a process of its own (the child), which sends back data alone: each
-case's values, the form of what the function returned, which inputs it changed, or the error it
-raised. The comparison, the mistake named and the exit status are decided here, in the grader's
-own process, where no student code ever ran.
+The grader builds every case, its inputs and what it expects, in its own process. The student's
+file runs in a child (exercises/runner.py) inside a bubblewrap sandbox that holds a copy of the
+file, the runner, and Python with its libraries, read-only: no repository, no reference script,
+no case, no other student, no network, a PID namespace of its own. The child gets a case's
+inputs as data and sends back what the function returned and its inputs after the call; the
+comparison, the in-place check, the mistake named and the exit status are decided here, on the
+grader's clock, within a memory limit per student.
 """
 
 import argparse
 import ast
 import contextlib
 import csv
-import importlib.util
 import inspect
 import io
 import json
 import math
-import multiprocessing
 import os
-import resource
 import shutil
 import signal
+import site
+import stat
 import subprocess
 import sys
 import tempfile
@@ -49,15 +51,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cases  # noqa: E402  (exercises/cases.py, beside this file)
+import runner  # noqa: E402  (exercises/runner.py: the child, and the data both sides read)
+from runner import find, unwritten  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TIME_LIMIT = 5.0  # seconds a function gets for all its cases
-START_LIMIT = 120.0  # seconds a child gets to start (python and torch) and build its cases
-MESSAGE_LIMIT = 1 << 24  # bytes: a longer message from a child is not read
-# Where Linux allows it, a class's students run in namespaces of their own: no network, a PID
-# namespace whose processes all end with it, and a /proc that shows no process outside it.
-UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net"]
-UNSHARE += ["--kill-child"]
+START_LIMIT = 60.0  # seconds a child gets to start python and torch, before any student code
+MEMORY_LIMIT = 1024  # MiB a student's code may allocate, beyond what python and torch hold
+FILE_LIMIT = 1 << 20  # bytes: a larger .py hand-in is not read (a notebook: 16 times that)
+PROJECT = ("reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous", "long_runs", "cases", "check")
 
 
 def fail(message):
@@ -65,8 +67,15 @@ def fail(message):
     sys.exit(2)
 
 
+def clean(text):
+    """A string from a student, printable on one line: control characters (newlines, escape
+    codes, carriage returns, bidirectional overrides) escaped as Python writes them."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def one_line(message, limit=300):
-    text = " ".join(str(message).split())
+    text = " ".join(clean(message).split(" "))
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -82,29 +91,6 @@ def quiet():
         yield
 
 
-def find(module, name):
-    """module.NAME, or module.Class.method for "Class.method"; None if it is not there."""
-    found = module
-    for part in name.split("."):
-        found = getattr(found, part, None)
-    return found if callable(found) else None
-
-
-def unwritten(fn):
-    """Whether fn's body is still only its docstring and `raise NotImplementedError(...)`."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return False
-    body = tree.body[0].body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
-    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
-
-
 # ---- one case: what a function gives, as data ----------------------------------------------
 def form(value):
     """What a function returned, in words, as far as train() cares: a tensor and its shape, a
@@ -112,13 +98,19 @@ def form(value):
     if isinstance(value, torch.Tensor):
         kind = "" if value.is_floating_point() else f" of {str(value.dtype)[6:]}"
         return f"a tensor{kind} of shape {tuple(value.shape)}"
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, runner.Array)):
         return f"a numpy array of shape {value.shape}"
     if isinstance(value, (tuple, list)):
         return [form(v) for v in value]
     if value is None or isinstance(value, (bool, int, float)):
         return {type(None): "None", bool: "a bool", int: "an int"}.get(type(value), "a float")
-    return f"a {type(value).__name__}"
+    name = value.name if isinstance(value, runner.Opaque) else type(value).__name__
+    return f"a {one_line(name, 60)}"
+
+
+class Stop(Exception):
+    """The child cannot go on with this function: it ran past its time, ended its process, or
+    sent what is not an answer. Never a case's failure: the function's."""
 
 
 def answer(case, fn):
@@ -144,6 +136,8 @@ def answer(case, fn):
         with cases.seeded(0):
             value = cases.as_lists(case.call(guarded))
         return "ok", value, forms, changed
+    except Stop:
+        raise
     except NotImplementedError:
         return "unwritten", None, forms, changed
     except BaseException as error:  # SystemExit, KeyboardInterrupt... a failed case, too
@@ -162,205 +156,344 @@ def passes(case, answer):
     )
 
 
-# ---- the child: the student's file, run in a process of its own ------------------------------
-def loaded(path):
-    """(the file at path as a module, None), or (None, why it cannot be read or run)."""
-    path = Path(path)
-    try:
-        compile(path.read_text(), str(path), "exec")
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
-        return None, f"{type(error).__name__}: {error}"
-    spec = importlib.util.spec_from_file_location(f"_student_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        with quiet():
-            spec.loader.exec_module(module)
-    except BaseException as error:  # an import that fails, code that raises at the top level
-        return None, f"{type(error).__name__}: {error}"
-    return module, None
+# ---- the sandbox: what the child can reach -----------------------------------------------------
+def python_folders():
+    """The folders Python and its libraries live in: bound read-only into the sandbox."""
+    folders = {
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(sys.executable).resolve().parent.parent,
+    }
+    folders |= {Path(p) for p in site.getsitepackages() if Path(p).is_dir()}
+    folders = {f for f in folders if f.is_dir() and not f.is_relative_to("/usr")}
+    return sorted(f for f in folders if not any(f != g and f.is_relative_to(g) for g in folders))
 
 
-def pack(value):
-    """A value as JSON can carry it, tuples kept apart from lists."""
-    if isinstance(value, tuple):
-        return {"tuple": [pack(v) for v in value]}
-    if isinstance(value, list):
-        return [pack(v) for v in value]
-    if isinstance(value, dict):
-        return {"dict": {str(k): pack(v) for k, v in value.items()}}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return f"<a {type(value).__name__}>"
-
-
-def unpack(value):
-    if isinstance(value, list):
-        return [unpack(v) for v in value]
-    if isinstance(value, dict) and "tuple" in value:
-        return tuple(unpack(v) for v in value["tuple"])
-    if isinstance(value, dict) and "dict" in value:
-        return {k: unpack(v) for k, v in value["dict"].items()}
-    return value
-
-
-def child(jobs, conn, limit):
-    """Run in the child: each (rung, path, names) of jobs, each function's cases in order,
-    every step sent through conn as it happens. What the student's code does here changes
-    only what this process sends: data, which the grader judges."""
-    with contextlib.suppress(OSError):
-        os.setsid()  # a session of its own: the grader ends all of it at once
-    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime
-    seconds = int(cpu + START_LIMIT + limit * (2 + sum(len(names) for *_, names in jobs)))
-    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))  # a loop in C ends too
-    torch.set_num_threads(1)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)  # what the student prints goes nowhere
-    os.dup2(devnull, 2)
-
-    def send(*message):
-        conn.send_bytes(json.dumps(pack(message)).encode())
-
-    for rung, path, names in jobs:
-        send("loading", rung)
-        module, why = loaded(path)
-        send("loaded", rung, why)
-        for name in names if module else []:
-            fn = find(module, name)
-            if fn is None or unwritten(fn):
-                send("end", rung, name, "missing" if fn is None else "unwritten")
+def masked(folders):
+    """bwrap's arguments that hide this project's own modules where Python's libraries hold a
+    copy (a `pip install .`): the child must not import a reference script."""
+    hide = []
+    for folder in folders:
+        for place in site.getsitepackages():
+            if not Path(place).is_relative_to(folder):
                 continue
-            with quiet():
-                case_list = cases.EXERCISES[rung][name][0]()
-            send("begin", rung, name)
-            for case in case_list:
-                with quiet():
-                    got = answer(case, fn)
-                send("answer", got)
-                if got[0] == "unwritten":
-                    break
-            send("end", rung, name, "done")
-    send("finished")
-
-
-def child_main():
-    """python check.py --child: a child started as a command (in namespaces of its own); its
-    jobs come on stdin, its messages go out on what was stdout."""
-    jobs, limit = json.loads(sys.stdin.read())
-    child(jobs, Connection(os.dup(1), readable=False), limit)
+            for name in PROJECT:
+                for path in Path(place).glob(f"{name}.py"):
+                    hide += ["--ro-bind", "/dev/null", str(path)]
+                for path in Path(place).glob(f"__pycache__/{name}.*"):
+                    hide += ["--ro-bind", "/dev/null", str(path)]
+    return hide
 
 
 @cache
-def isolation():
-    """The command that starts a child in namespaces of its own, where this machine allows it."""
-    if sys.platform != "linux" or shutil.which("unshare") is None:
-        return []
+def sandbox():
+    """bwrap's command up to the program to run, with the student's folder read-only at
+    /grading; None where bubblewrap is missing or cannot start on this machine."""
+    if sys.platform != "linux" or shutil.which("bwrap") is None:
+        return None
+    command = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
+    command += ["--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for top in ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin"):
+        if os.path.islink(top):
+            command += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            command += ["--ro-bind", top, top]
+    folders = python_folders()
+    for folder in folders:
+        command += ["--ro-bind", str(folder), str(folder)]
+    command += masked(folders)
+    command += ["--proc", "/proc", "--dev", "/dev", "--clearenv", "--setenv", "PATH", "/usr/bin"]
+    command += ["--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
     try:
-        done = subprocess.run([*UNSHARE, "true"], capture_output=True, timeout=20)
+        with tempfile.TemporaryDirectory() as folder:
+            trial = [*command, "--ro-bind", folder, "/grading", sys.executable, "-I", "-c", "pass"]
+            done = subprocess.run(trial, capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
-        return []
-    return UNSHARE if done.returncode == 0 else []
+        return None
+    return command if done.returncode == 0 else None
 
 
-def launch(jobs, limit, isolate, cwd):
-    """Start a child on jobs: (the connection its messages come on, kill(), its exit status()).
-    isolate: a fresh interpreter, in namespaces of its own where the OS allows; else a fork of
-    a clean server process (multiprocessing's forkserver), which is quicker."""
-    if isolate:
-        command = [*isolation(), sys.executable, str(HERE / "check.py"), "--child"]
-        process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=cwd, start_new_session=True,
-        )  # fmt: skip
-        conn = Connection(os.dup(process.stdout.fileno()), writable=False)
-        process.stdout.close()
+# ---- the child: the student's file, run by exercises/runner.py ---------------------------------
+class Session:
+    """One student's child, in the sandbox (or, where none can start, as a plain process of its
+    own), answering the grader's requests. Each request waits until a deadline on the grader's
+    clock; past it, or at close(), the child and everything it started are killed."""
+
+    def __init__(self, folder, limit, memory, sandboxed):
+        runs = ["-I", "/grading/runner.py" if sandboxed else str(Path(folder) / "runner.py")]
+        seconds = int(START_LIMIT + 4 * limit * 20)  # CPU time: a loop in C ends with its child
+        runs = [sys.executable, *runs, str(memory << 20), str(seconds)]
+        self.killed = None
+        self.pid1 = None
+        self.rung = None
+        if sandboxed:
+            info, info_end = os.pipe()
+            command = [*sandbox(), "--ro-bind", str(folder), "/grading", "--chdir", "/grading"]
+            command += ["--info-fd", str(info_end), *runs]
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, pass_fds=(info_end,), start_new_session=True,
+            )  # fmt: skip
+            os.close(info_end)
+            self.info = info
+        else:
+            self.process = subprocess.Popen(
+                runs, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=folder, start_new_session=True,
+            )  # fmt: skip
+            self.info = None
+        self.requests = Connection(os.dup(self.process.stdin.fileno()), readable=False)
+        self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
+        self.process.stdin.close()
+        self.process.stdout.close()
+        self.ask(None, time.monotonic() + START_LIMIT, "ready")
+
+    def kill(self, why=None):
+        self.killed = self.killed or why
+        if self.info is not None:  # bwrap says which pid is its sandbox's init: that one first
+            with contextlib.suppress(OSError, ValueError, KeyError, json.JSONDecodeError):
+                os.set_blocking(self.info, False)
+                self.pid1 = self.pid1 or json.loads(os.read(self.info, 4096))["child-pid"]
+            with contextlib.suppress(OSError, TypeError):
+                os.kill(self.pid1, signal.SIGKILL)  # its PID namespace ends with it
         with contextlib.suppress(OSError):
-            process.stdin.write(json.dumps([jobs, limit]).encode())
-            process.stdin.close()
-        status = process.wait
-    else:
-        context = multiprocessing.get_context("forkserver")
-        # imported once, in the server; torch by name too: the server may not find check
-        context.set_forkserver_preload(["check", "torch", "gymnasium"])
-        conn, end = context.Pipe(duplex=False)
-        process = context.Process(target=child, args=(jobs, end, limit), daemon=True)
-        process.start()
-        end.close()
-
-        def status():
-            process.join()
-            return process.exitcode
-
-    def kill():
+            os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
-            os.killpg(process.pid, signal.SIGKILL)  # the child and all it started
-        with contextlib.suppress(OSError, ValueError):
-            process.kill()
+            self.process.kill()
 
-    return conn, kill, status
+    def close(self):
+        """Kill the child, and all it started; its exit status."""
+        self.kill()
+        code = self.process.wait()
+        for end in (self.requests, self.answers):
+            end.close()
+        if self.info is not None:
+            os.close(self.info)
+            self.info = None
+        return code
 
-
-def run(jobs, limit, isolate=False, cwd=None):
-    """The student's answers, from as many children as it takes: a function that runs past
-    its time limit, or ends its process, is ended with it, and a new child goes on with the
-    functions after it. ({rung: None if its file loaded, else why not},
-    {(rung, name): (its answers, how they stopped: "done", "missing", "unwritten", or why)})."""
-    loads, results = {}, {}
-    while jobs:
-        conn, kill, status = launch(jobs, limit, isolate, cwd)
-        killer = threading.Timer(START_LIMIT + limit * (2 + sum(len(j[2]) for j in jobs)), kill)
-        killer.start()
-        at, why, finished = None, None, False  # at: ("loading", rung) or (rung, name) running
-        deadline = time.monotonic() + START_LIMIT
+    def ask(self, message, deadline, *kinds):
+        """The child's answer to message, [kind, ...] with kind one of kinds; Stop where none
+        comes back by the deadline, or what comes back is not one."""
+        limit = deadline - time.monotonic()
+        watchdog = threading.Timer(max(limit, 0), self.kill, ["time"])
+        watchdog.start()
         try:
-            while not finished:
-                if not conn.poll(max(deadline - time.monotonic(), 0)):
-                    why = f"still running after {limit:g} s, the time limit"
-                    break
-                try:
-                    kind, *rest = unpack(json.loads(conn.recv_bytes(MESSAGE_LIMIT)))
-                    if kind == "loading":
-                        at, deadline = ("loading", rest[0]), time.monotonic() + limit
-                    elif kind == "loaded":
-                        loads[rest[0]], at = rest[1], None
-                        deadline = time.monotonic() + START_LIMIT  # the grader's own work
-                    elif kind == "begin":
-                        at, deadline = tuple(rest), time.monotonic() + limit
-                        results[at] = ([], None)
-                    elif kind == "answer":
-                        results[at][0].append(rest[0])
-                    elif kind == "end":
-                        results[rest[0], rest[1]] = (results.get(at, ([], None))[0], rest[2])
-                        at, deadline = None, time.monotonic() + START_LIMIT
-                    else:
-                        finished = kind == "finished"
-                        why = None if finished else "sent what the grader cannot read"
-                        break
-                except EOFError:
-                    break
-                except (OSError, ValueError, TypeError, KeyError, IndexError):
-                    why = "sent what the grader cannot read"
-                    break
+            if message is not None:
+                self.requests.send_bytes(runner.dumps(message))
+            data = self.answers.recv_bytes(runner.MESSAGE_LIMIT)
+            reply = runner.loads(data)
+            if not (isinstance(reply, list) and reply and reply[0] in kinds):
+                raise ValueError("an answer of another kind")
+            return reply
+        except (OSError, EOFError, ValueError, TypeError, RecursionError) as error:
+            code = self.close()
+            if self.killed == "time":
+                raise Stop("time") from None
+            if isinstance(error, (OSError, EOFError)):  # the child ended: how
+                raise Stop(f"ended its process (exit status {code})") from None
+            raise Stop("sent what the grader cannot read") from None
         finally:
-            killer.cancel()
-            kill()
-            code = status()
-        why = why or (None if finished else f"ended its process (exit status {code})")
-        if at and at[0] == "loading":
-            loads[at[1]] = why
-        elif at:
-            results[at] = (results[at][0], why)
-        left = [
-            (rung, path, [name for name in names if (rung, name) not in results])
-            for rung, path, names in jobs
-            if loads.get(rung, None) is None
+            watchdog.cancel()
+
+
+class RemoteCall(torch.autograd.Function):
+    """A call of the student's function in the child, as a step of the grader's autograd graph:
+    its backward asks the child for the gradient of each input, through the student's graph."""
+
+    @staticmethod
+    def forward(ctx, call, *leaves):
+        ctx.call = call
+        outputs = call.run(leaves) or [(torch.zeros(()), False)]
+        ctx.mark_non_differentiable(*[t for t, grad in outputs if not grad])
+        return tuple(t for t, _ in outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, *ctx.call.grad(grads))
+
+
+class Remote:
+    """The student's function NAME in the child, called as the grader's cases call a function:
+    its arguments go as data, tensors and modules (an Agent, a RunningNorm) included; what it
+    returns comes back as tensors, numbers and names; what it did to its inputs is done to the
+    grader's copies, so the in-place check and a method's effect on its module are seen here."""
+
+    def __init__(self, session, name, deadline, parameters):
+        self.session = session
+        self.name = name
+        self.deadline = deadline
+        named = [p for p in parameters if isinstance(p, str) and p.isidentifier()]
+        if len(set(named)) == len(parameters):
+            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+            self.__signature__ = inspect.Signature([inspect.Parameter(p, kind) for p in named])
+
+    def __call__(self, *args, **kwargs):
+        call = types.SimpleNamespace(leaves=[], owners=[])
+        call.args = self.flatten(list(args), call)
+        call.kwargs = {k: self.flatten(v, call) for k, v in kwargs.items()}
+        call.run = lambda leaves: self.run(call)
+        call.grad = lambda grads: self.grad(call, grads)
+        call.grad_enabled = torch.is_grad_enabled()
+        if call.grad_enabled and any(t.requires_grad for t in call.leaves):
+            outputs = RemoteCall.apply(call, *call.leaves)
+        else:
+            outputs = [t for t, _ in self.run(call)]
+        if isinstance(outputs, torch.Tensor):
+            outputs = [outputs]
+        return self.rebuild(call.result, iter(outputs))
+
+    def flatten(self, value, call):
+        """An argument as the child reads it, each tensor a leaf: {"leaf": i}."""
+        if isinstance(value, torch.Tensor):
+            if not any(value is t for t in call.leaves):
+                call.leaves.append(value)
+            return {"leaf": next(i for i, t in enumerate(call.leaves) if t is value)}
+        if isinstance(value, torch.nn.Module):
+            origin = (
+                "nn" if getattr(torch.nn, type(value).__name__, None) is type(value) else "file"
+            )
+            parts = []
+            for items in (value._parameters, value._buffers):
+                parts.append({})
+                for key, tensor in items.items():
+                    if tensor is not None:
+                        parts[-1][key] = self.flatten(tensor, call)["leaf"]
+                        call.owners.append((value, key, parts[-1][key]))
+            children = {
+                k: self.flatten(m, call) for k, m in value._modules.items() if m is not None
+            }
+            plain = {
+                k: v
+                for k, v in vars(value).items()
+                if not k.startswith("_") and k != "training" and type(v) in (bool, int, float, str)
+            }
+            return {
+                "module": [origin, type(value).__name__, value.training, *parts, children, plain]
+            }
+        if isinstance(value, list):
+            return [self.flatten(v, call) for v in value]
+        if isinstance(value, tuple):
+            return {"tuple": [self.flatten(v, call) for v in value]}
+        return runner.encode(value)
+
+    def run(self, call):
+        """The call, in the child: [(each tensor of the result, whether it carries a graph)]."""
+        leaves = [runner.encode(t.detach()) for t in call.leaves]
+        for spec, t in zip(leaves, call.leaves, strict=True):
+            spec["tensor"][3] = t.requires_grad
+        message = ["call", self.name, call.args, call.kwargs, leaves, call.grad_enabled]
+        message.append(runner.encode(torch.get_rng_state()))
+        kind, *reply = self.session.ask(message, self.deadline, "returned", "raised")
+        reply = self.check(kind, reply)
+        if kind == "raised":
+            raise student_error(*reply)
+        result, after, rng = reply
+        self.apply(call, after)
+        try:
+            call.result = runner.decode(result)
+        except (ValueError, TypeError, KeyError):
+            self.session.kill()
+            raise Stop("sent what the grader cannot read") from None
+        outputs = [t for t in flat(call.result) if isinstance(t, torch.Tensor)]
+        torch.set_rng_state(rng)
+        return [(t.detach().requires_grad_(False), t.requires_grad) for t in outputs]
+
+    def check(self, kind, reply):
+        """The reply's parts, decoded; Stop where they are not what the child sends."""
+        try:
+            if kind == "raised":
+                name, message, rng = reply
+                if rng is not None:
+                    torch.set_rng_state(runner.decode_tensor(rng["tensor"]))
+                return [str(name)[:200], str(message)[:2000]]
+            result, after, rng = reply
+            rng = runner.decode_tensor(rng["tensor"])
+            if rng.dtype != torch.uint8 or not isinstance(after, list):
+                raise ValueError("not a random state")
+            return [result, [runner.decode(a) for a in after], rng]
+        except (ValueError, TypeError, KeyError, IndexError, RuntimeError):
+            self.session.kill()
+            raise Stop("sent what the grader cannot read") from None
+
+    def apply(self, call, after):
+        """What the call did to its inputs, done to the grader's: a changed tensor takes the
+        child's values, a module's parameter or buffer the child's (another tensor, another
+        dtype) where the method replaced it."""
+        if len(after) != len(call.leaves):
+            self.session.kill()
+            raise Stop("sent what the grader cannot read")
+        owned = {i: (module, key) for module, key, i in call.owners}
+        for i, (mine, theirs) in enumerate(zip(call.leaves, after, strict=True)):
+            if i in owned and not isinstance(theirs, torch.Tensor):
+                module, key = owned[i]
+                with contextlib.suppress(TypeError, KeyError, AttributeError):
+                    setattr(module, key, None)
+                continue
+            if not isinstance(theirs, torch.Tensor) or same_tensor(mine, theirs):
+                continue
+            if i in owned and key_is_buffer(*owned[i]):
+                setattr(*owned[i], theirs.detach())
+                continue
+            with torch.no_grad():
+                mine.data = theirs.detach().to(mine.dtype) if theirs.shape == mine.shape else theirs
+
+    def grad(self, call, grads):
+        message = ["grad", [None if g is None else runner.encode(g) for g in grads]]
+        kind, *reply = self.session.ask(message, self.deadline, "grads", "raised")
+        if kind == "raised":
+            raise student_error(*self.check(kind, [*reply[:2], None]))
+        try:
+            (found,) = reply
+            found = [None if g is None else runner.decode(g) for g in found]
+            ok = len(found) == len(call.leaves) and all(
+                g is None or (isinstance(g, torch.Tensor) and g.shape == t.shape)
+                for g, t in zip(found, call.leaves, strict=True)
+            )
+        except (ValueError, TypeError):
+            ok = False
+        if not ok:
+            self.session.kill()
+            raise Stop("sent what the grader cannot read")
+        return [
+            None if g is None or not t.requires_grad else g.to(t.dtype)
+            for g, t in zip(found, call.leaves, strict=True)
         ]
-        left = [job for job in left if job[2]]
-        if left == jobs:  # no step forward: the child could not start
-            loads |= {rung: why for rung, *_ in jobs}
-            left = []
-        jobs = left
-    return loads, results
+
+    def rebuild(self, value, outputs):
+        """The result, its tensors those of the graph (RemoteCall's outputs)."""
+        if isinstance(value, torch.Tensor):
+            return next(outputs)
+        if isinstance(value, list):
+            return [self.rebuild(v, outputs) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.rebuild(v, outputs) for v in value)
+        if isinstance(value, dict):
+            return {k: self.rebuild(v, outputs) for k, v in value.items()}
+        return value
+
+
+def flat(value):
+    return runner.flat(value)
+
+
+def same_tensor(one, other):
+    return (
+        one.shape == other.shape
+        and one.dtype == other.dtype
+        and torch.equal(one.detach().nan_to_num(0.5), other.nan_to_num(0.5))
+    )
+
+
+def key_is_buffer(module, key):
+    return key in module._buffers
+
+
+def student_error(name, message):
+    """The student's exception, as one the grader can raise: its name and message alone."""
+    if name == "NotImplementedError":
+        return NotImplementedError(message)
+    return type(one_line(name, 80) or "Exception", (Exception,), {})(message)
 
 
 # ---- the verdict: from the data that came back, in the grader's own process -----------------
@@ -505,24 +638,104 @@ def check(rung, name, fn):
         torch.set_num_threads(threads)
 
 
-def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None):
+def answers_of(texts, limit, memory, sandboxed):
+    """A student's answers: ({rung: None if its file loaded, else why not}, {(rung, name): (its
+    answers, how they stopped: "done", "missing", "unwritten", or why)}). texts: {rung: the
+    file's text}. Their files run in one child at a time, in a folder that holds their files and
+    the runner alone; a function that runs past its time, or ends its child, is ended with it,
+    and a new child goes on with the functions after it. Nothing the child does moves a
+    deadline: each function has `limit` seconds, the student a sum fixed before the first."""
+    loads, results = {}, {}
+    count = sum(len(cases.EXERCISES[rung]) for rung in texts)
+    student_deadline = time.monotonic() + START_LIMIT + limit * (3 * count + len(texts))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small tensors: one thread is faster, and fair on a busy machine
+    session = None
+    with tempfile.TemporaryDirectory() as folder:  # mode 0700: the grader's, and the sandbox's
+        shutil.copy(HERE / "runner.py", Path(folder) / "runner.py")
+        for rung, text in texts.items():
+            (Path(folder) / f"{rung}.py").write_text(text)
+        try:
+            for rung in texts:
+                for name in cases.EXERCISES[rung]:
+                    try:
+                        if session is None or session.rung != rung:
+                            session = load(session, folder, rung, limit, memory, sandboxed)
+                            deadline = min(time.monotonic() + limit, student_deadline)
+                            (why,) = session.ask(["load", session.path], deadline, "loaded")[1:]
+                            loads[rung] = None if why is None else one_line(why)
+                        if loads[rung] is not None:
+                            break
+                        deadline = min(time.monotonic() + limit, student_deadline)
+                        results[rung, name] = grade_function(session, rung, name, deadline)
+                    except Stop as stop:
+                        why = str(stop)
+                        if why == "time":
+                            why = f"still running after {limit:g} s, the time limit"
+                        if time.monotonic() >= student_deadline:
+                            why = "still running when the student's time ran out"
+                        if session is not None:
+                            session.close()
+                        session = None
+                        if loads.get(rung, "") == "":  # while loading
+                            loads[rung] = one_line(why)
+                            break
+                        results[rung, name] = (getattr(stop, "answers", []), why)
+        finally:
+            if session is not None:
+                session.close()
+            torch.set_num_threads(threads)
+    return loads, results
+
+
+def load(session, folder, rung, limit, memory, sandboxed):
+    """A child for rung's file: a new one (the one before it closed)."""
+    if session is not None:
+        session.close()
+    session = Session(folder, limit, memory, sandboxed)
+    session.rung = rung
+    session.path = f"/grading/{rung}.py" if sandboxed else str(Path(folder) / f"{rung}.py")
+    return session
+
+
+def grade_function(session, rung, name, deadline):
+    """(the answers of NAME in the child to its cases, "done", "missing" or "unwritten")."""
+    how, parameters = session.ask(["find", name], deadline, "found")[1:]
+    if how != "ok":
+        return [], "missing" if how == "missing" else "unwritten"
+    fn = Remote(session, name, deadline, parameters if isinstance(parameters, list) else [])
+    answers = []
+    for case in own_answers(rung, name)[0]:
+        try:
+            with quiet():
+                answers.append(answer(case, fn))
+        except Stop as stop:
+            raise Partial(str(stop), answers) from None
+        if answers[-1][0] == "unwritten":
+            break
+    return answers, "done"
+
+
+class Partial(Stop):
+    """A Stop part way through a function's cases: the answers before it."""
+
+    def __init__(self, why, answers):
+        super().__init__(why)
+        self.answers = answers
+
+
+def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None, memory=MEMORY_LIMIT):
     """[(name, passed, line)] for the functions of one rung in the file at path, run in a
     child from a copy taken now. A file that cannot be read: exit 2 (strict), or a failed line
     per function."""
     names = [n for n in cases.EXERCISES[rung] if only in (None, n)]
-    try:
-        text = Path(path).read_text()
-        compile(text, str(path), "exec")
-        why = None
-    except FileNotFoundError:
-        why = f"{path}: no such file"
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
-        why = f"cannot read {path}: {type(error).__name__}: {error}"
+    text = read_hand_in(path)
+    why = text if isinstance(text, Unreadable) else None
     if why is None:
-        with tempfile.TemporaryDirectory() as folder:
-            copy = Path(folder) / Path(path).name
-            copy.write_text(text)
-            loads, results = run([(rung, str(copy), names)], limit, cwd=folder)
+        sandboxed = sandbox() is not None
+        if not sandboxed:
+            warn_once()
+        loads, results = answers_of({rung: text}, limit, memory, sandboxed)
         why = loads.get(rung) and f"cannot load {path}: {loads[rung]}"
     if why is not None:
         if strict:
@@ -534,55 +747,173 @@ def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None):
     ]
 
 
+@cache
+def warn_once():
+    print(
+        "check.py: note: not sandboxed (bubblewrap cannot start here): your file runs as you, "
+        "with what you can reach",
+        file=sys.stderr,
+    )
+
+
 def total(results):
     passed = sum(ok for _, _, ok, _ in results)
     return f"{passed} of {len(results)} function{'s' * (len(results) > 1)} passed"
 
 
+# ---- hand-ins: regular files, read whole before any student's code runs ------------------------
+class Unreadable(str):
+    """Why a hand-in cannot be read, in one line: the student's row says it."""
+
+
+def read_hand_in(path, limit=FILE_LIMIT):
+    """The text of the regular file at path (a symbolic link, a FIFO or a device is refused
+    without being opened for reading, a file over `limit` bytes without being read), or
+    Unreadable(why). A .py must compile: any error compiling it (a SyntaxError, a
+    RecursionError or MemoryError in compile()) is the student's."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return Unreadable(f"{path}: no such file")
+    except OSError as error:
+        why = "a symbolic link" if os.path.islink(path) else error.strerror
+        return Unreadable(f"cannot read {path}: {why}")
+    with os.fdopen(descriptor, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            return Unreadable(f"cannot read {path}: not a regular file")
+        if status.st_size > limit:
+            return Unreadable(f"cannot read {path}: {status.st_size:,} bytes, over {limit:,}")
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        return Unreadable(f"cannot read {path}: over {limit:,} bytes")
+    try:
+        text = data.decode()
+        if str(path).endswith(".py"):
+            compile(text, str(path), "exec")
+    except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        return Unreadable(f"cannot read {path}: {type(error).__name__}: {error}")
+    return text
+
+
+def from_notebook(rung, text):
+    """exercises/RUNG.py's text with a notebook's functions of the rung in place of its blanks:
+    each read from the last code cell that defines it before the rung's check cell, with the
+    notebook's imports (each may fail: plotting has no place to write) and its own helper
+    functions. Nothing of the notebook runs here, and
+    no cell of it can change how it is graded. Unreadable(why) for what is not a notebook."""
+    try:
+        cells = runner.loads(text.encode())["cells"]
+        sources = [
+            "".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
+            for c in cells
+            if isinstance(c, dict) and c.get("cell_type") == "code"
+        ]
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return Unreadable("not a notebook (.ipynb) that can be read")
+    sources = ["\n".join(line for line in s.splitlines() if line[:1] not in "%!") for s in sources]
+    tops = {name.partition(".")[0] for exercise in cases.EXERCISES.values() for name in exercise}
+    helpers, solutions = [], []
+    for top in dict.fromkeys(name.partition(".")[0] for name in cases.EXERCISES[rung]):
+        checks = [i for i, s in enumerate(sources) if f'notebook_check("{rung}", "{top}' in s]
+        end = checks[0] if checks else len(sources)
+        found = [i for i, s in enumerate(sources[:end]) if defines(s, top)]
+        if found:
+            solutions.append(kept(sources[found[-1]], tops - {top}))
+    for source in sources:
+        with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
+            for node in ast.parse(source).body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    helpers.append(f"try:\n    {ast.unparse(node)}\nexcept Exception:\n    pass")
+                elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name not in tops:
+                    helpers.append(ast.get_source_segment(source, node))
+    return "\n\n\n".join([template(rung), *helpers, *solutions]) + "\n"
+
+
+def defines(source, top):
+    return any(
+        line.startswith((f"def {top}(", f"class {top}(", f"class {top}:"))
+        for line in source.splitlines()
+    )
+
+
+def kept(source, others):
+    """A solution cell's imports, functions and classes (not the lines that file it into the
+    notebook's namespaces); the whole cell where it does not parse, so its error shows."""
+    try:
+        nodes = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
+    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+    return "\n\n".join(
+        ast.get_source_segment(source, node)
+        for node in nodes
+        if isinstance(node, keep) and getattr(node, "name", None) not in others
+    )
+
+
+@cache
+def template(rung):
+    """exercises/RUNG.py as make.py writes it: blank, whatever the copy on disk holds."""
+    import make  # exercises/make.py, beside this file
+
+    return make.exercise(rung)
+
+
 # ---- for teachers: a folder of students, one row each ------------------------------------------
 def submissions(rung, folder):
-    """[(student, path)]: FOLDER/NAME/RUNG.py, or FOLDER/NAME.py (for all: FOLDER/NAME/)."""
+    """[(student, path)]: FOLDER/NAME/RUNG.py (for all, FOLDER/NAME/), FOLDER/NAME.py or
+    FOLDER/NAME.ipynb; what is none of these but looks handed in, with why it is not read."""
     found = []
     for entry in sorted(Path(folder).iterdir()):
-        if entry.is_dir() and (rung == "all" or (entry / f"{rung}.py").is_file()):
+        if entry.is_symlink():
+            found.append((entry.stem, Unreadable(f"{entry.name}: a symbolic link, not read")))
+        elif entry.is_dir() and (rung == "all" or (entry / f"{rung}.py").exists()):
             found.append((entry.name, entry if rung == "all" else entry / f"{rung}.py"))
-        elif rung != "all" and entry.is_file() and entry.suffix == ".py":
+        elif entry.suffix == ".ipynb" or (rung != "all" and entry.suffix == ".py"):
             found.append((entry.stem, entry))
     return found
 
 
 def snapshot(rung, path):
-    """{rung: the text of the student's file, or why it cannot be read}, read before any
-    student's code runs."""
-    texts = {}
-    for r in cases.EXERCISES if rung == "all" else [rung]:
-        file = Path(path) / f"{r}.py" if rung == "all" else Path(path)
-        try:
-            texts[r] = file.read_text()
-            compile(texts[r], str(file), "exec")
-        except FileNotFoundError:
-            texts[r] = OSError(f"{file}: no such file")
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
-            texts[r] = OSError(f"cannot read {file}: {type(error).__name__}: {error}")
-    return texts
+    """{rung: the text of the student's file, or Unreadable(why)}, read before any student's
+    code runs."""
+    if isinstance(path, Unreadable):
+        return {r: path for r in (cases.EXERCISES if rung == "all" else [rung])}
+    if path.suffix == ".ipynb":
+        notebook = read_hand_in(path, 16 * FILE_LIMIT)
+        if isinstance(notebook, Unreadable):
+            return {r: notebook for r in (cases.EXERCISES if rung == "all" else [rung])}
+        texts = {}
+        for r in cases.EXERCISES if rung == "all" else [rung]:
+            texts[r] = from_notebook(r, notebook)
+            if not isinstance(texts[r], Unreadable):
+                with contextlib.suppress(Exception):
+                    compile(texts[r], f"{path.name} ({r})", "exec")
+                    continue
+                texts[r] = read_compiled(texts[r], f"{path.name} ({r})")
+        return texts
+    files = {r: Path(path) / f"{r}.py" for r in cases.EXERCISES} if rung == "all" else {rung: path}
+    return {r: read_hand_in(file) for r, file in files.items()}
 
 
-def grade_student(texts, limit):
+def read_compiled(text, name):
+    try:
+        compile(text, name, "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        return Unreadable(f"cannot read {name}: {type(error).__name__}: {error}")
+    return text
+
+
+def grade_student(texts, limit, memory, sandboxed):
     """A student's results: [(key, status, line)], their files run in a child of their own,
     in a folder of its own that holds their files alone."""
     key = (lambda r, name: f"{r}.{name}") if len(texts) > 1 else (lambda r, name: name)
-    with tempfile.TemporaryDirectory() as folder:
-        jobs = []
-        for r, text in texts.items():
-            if isinstance(text, str):
-                (Path(folder) / f"{r}.py").write_text(text)
-                jobs.append((r, str(Path(folder) / f"{r}.py"), list(cases.EXERCISES[r])))
-        loads, results = run(jobs, limit, isolate=True, cwd=folder)
+    readable = {r: text for r, text in texts.items() if not isinstance(text, Unreadable)}
+    loads, results = answers_of(readable, limit, memory, sandboxed) if readable else ({}, {})
     rows = []
     for r, text in texts.items():
-        why = (
-            str(text) if not isinstance(text, str) else loads.get(r) and f"cannot load: {loads[r]}"
-        )
+        why = text if isinstance(text, Unreadable) else loads.get(r) and f"cannot load: {loads[r]}"
         for name in cases.EXERCISES[r]:
             passed, line = (
                 (False, f"✗ {name}: {one_line(why)}")
@@ -593,24 +924,32 @@ def grade_student(texts, limit):
     return rows
 
 
-def grade_folder(rung, folder, csv_path, limit):
+def cell(text):
+    """A CSV cell that no spreadsheet reads as a formula (OWASP: a quote before = + - @)."""
+    text = str(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def grade_folder(rung, folder, csv_path, limit, memory, trusted):
     if not Path(folder).is_dir():
         fail(f"no folder {folder}")
+    sandboxed = sandbox() is not None
+    if not sandboxed and not trusted:
+        fail(
+            "no sandbox: bubblewrap is not installed or cannot start here, and a class's files "
+            "must not run as you (sudo apt-get install bubblewrap; in a container, run it with "
+            "--security-opt seccomp=unconfined, as exercises/README.md shows), or pass "
+            "--trusted if you trust every file in the folder"
+        )
     students = submissions(rung, folder)
     if not students:
         where = "NAME/ folders" if rung == "all" else f"NAME.py files or NAME/{rung}.py"
         fail(f"no submissions in {folder}: it should hold {where}, one a student")
     texts = {student: snapshot(rung, path) for student, path in students}  # before any runs
-    rows = []  # no PID namespace: a student's process could signal this one; Ctrl-C stops it
-    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if isolation():  # a student in a PID namespace of their own cannot reach this process
-        signal.signal(signal.SIGTERM, previous)
-    try:
-        for student, _ in students:
-            results = grade_student(texts[student], limit)
-            rows.append((student, sum(status == "✓" for _, status, _ in results), results))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    rows = []
+    for student, _ in students:
+        results = grade_student(texts[student], limit, memory, sandboxed)
+        rows.append((one_line(student, 80), sum(s == "✓" for _, s, _ in results), results))
     width = max(len("student"), *(len(student) for student, _, _ in rows))
     print(f"{'student':<{width}}  {'passed':<10}  not passed")
     for student, passed, results in rows:
@@ -624,9 +963,8 @@ def grade_folder(rung, folder, csv_path, limit):
                 writer = csv.writer(file)
                 writer.writerow(["student", "passed", "functions", *(k for k, _, _ in rows[0][2])])
                 for student, passed, results in rows:
-                    writer.writerow(
-                        [student, passed, len(results), *(line for *_, line in results)]
-                    )
+                    lines = [cell(line) for *_, line in results]
+                    writer.writerow([cell(student), passed, len(results), *lines])
             os.replace(file.name, csv_path)  # whole, at once, from this process's results
         except OSError as error:
             fail(f"cannot write {csv_path}: {error}")
@@ -644,9 +982,17 @@ def seconds(text):
     return value
 
 
+def mebibytes(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of MiB, not {text!r}")
+    return value
+
+
 def main(argv=None):
-    if argv is None and sys.argv[1:] == ["--child"]:
-        return child_main()
     parser = argparse.ArgumentParser(
         "check.py",
         description=__doc__.split("\n")[0] + " " + __doc__.split("\n")[1],
@@ -675,6 +1021,20 @@ def main(argv=None):
         metavar="SECONDS",
         help=f"the time a function gets for all its cases (default {TIME_LIMIT:g})",
     )
+    parser.add_argument(
+        "--memory-limit",
+        type=mebibytes,
+        default=MEMORY_LIMIT,
+        metavar="MIB",
+        help=f"the memory a student's code may take, beyond python's and torch's (default "
+        f"{MEMORY_LIMIT}): past it, a line that says so",
+    )
+    parser.add_argument(
+        "--trusted",
+        action="store_true",
+        help="with --folder where no sandbox can start (no bubblewrap): grade anyway, each "
+        "file running as you; only for a folder whose every file you trust",
+    )
     parser.add_argument("--only", help=argparse.SUPPRESS)  # one function: a notebook's check
     args = parser.parse_args(argv)
     if args.rung not in rungs and args.rung != "all":
@@ -684,19 +1044,25 @@ def main(argv=None):
     if args.csv and not args.folder:
         parser.error("--csv writes the table of --folder")
     if args.folder:
-        return grade_folder(args.rung, args.folder, args.csv, args.time_limit)
+        return grade_folder(
+            args.rung, args.folder, args.csv, args.time_limit, args.memory_limit, args.trusted
+        )
     results = []  # (rung, name, passed, line)
     if args.rung == "all":
         where = Path(args.file) if args.file else HERE
         for rung in rungs:
             path = where / f"{rung}.py"
             print(f"== {rung}: {path}")
-            for name, passed, line in grade(rung, path, args.time_limit, strict=False):
+            for name, passed, line in grade(
+                rung, path, args.time_limit, False, None, args.memory_limit
+            ):
                 print(line)
                 results.append((rung, name, passed, line))
     else:
         path = args.file or HERE / f"{args.rung}.py"
-        for name, passed, line in grade(args.rung, path, args.time_limit, only=args.only):
+        for name, passed, line in grade(
+            args.rung, path, args.time_limit, True, args.only, args.memory_limit
+        ):
             print(line)
             results.append((args.rung, name, passed, line))
     print(total(results))
@@ -836,6 +1202,14 @@ def notebook_check(rung, name, answers):
         raise AssertionError(line)
 
 
+def fresh_run_dir(rung):
+    """runs/exercises/RUNG-N, the first N free: each training cell's run a folder of its own."""
+    n = 1
+    while Path(f"runs/exercises/{rung}-{n}").exists():
+        n += 1
+    return f"runs/exercises/{rung}-{n}"
+
+
 def notebook_train(rung, answers, quick=False, argv=()):
     """A training cell: RUNG.py's own train(), in a fresh copy of the script, with the
     functions of the rung's namespace `answers` (argv: flags added to the run's); prints how
@@ -850,7 +1224,7 @@ def notebook_train(rung, answers, quick=False, argv=()):
     install(module, functions)
     argv = [*NOTEBOOK_RUNS[rung][quick].split(), "--eval-episodes", "0", *argv]
     try:
-        result = module.train(module.parse_args([*argv, "--run-dir", f"runs/exercises/{rung}"]))
+        result = module.train(module.parse_args([*argv, "--run-dir", fresh_run_dir(rung)]))
     except Exception as error:
         print(f"{rung}.py stopped: {one_line(f'{type(error).__name__}: {error}', 200)}")
         for name, fn in functions.items():

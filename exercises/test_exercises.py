@@ -11,12 +11,15 @@ Run: python -m pytest -q exercises/test_exercises.py
      reward-to-go check in the grader; the answers in words of exercises.ipynb.
 """
 
+import csv
 import inspect
 import linecache
+import os
 import re
 import shutil
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,7 +54,8 @@ def grade(rung, path, capsys, *argv):
     except SystemExit as stop:
         code = stop.code
     out = capsys.readouterr()
-    return code, (out.out + out.err).strip().splitlines()
+    lines = (out.out + out.err).strip().splitlines()
+    return code, [line for line in lines if not line.startswith("check.py: note: not sandboxed")]
 
 
 def test_the_exercises_are_generated_from_the_scripts():
@@ -1722,50 +1726,312 @@ def test_the_line_world_mps_check_is_a_case_of_its_own():
     assert not grader.passes(case, grader.attempt(case, no_reset))
 
 
-TAMPER = """import os, pathlib, signal, subprocess, sys
+# ----------------------------------------------------------------------------------------------
+#    the grader in a sandbox (issue 64): each attack of a dishonest class, written fresh
+# ----------------------------------------------------------------------------------------------
+needs_sandbox = pytest.mark.skipif(
+    grader.sandbox() is None,
+    reason="bubblewrap cannot start here (sudo apt-get install bubblewrap; .ci/run installs it)",
+)
 
-for module in list(sys.modules.values()):
-    if hasattr(module, "passes"):
-        module.passes = lambda case, answer: True
-here = pathlib.Path({folder!r})
-(here / "ada.py").write_text("def compute_gae(*a):\\n    return None\\n")  # another's file
-with __import__("contextlib").suppress(OSError):
-    os.kill(os.getppid(), signal.SIGTERM)  # the grader, where it can be reached
-later = "import time; time.sleep(3); open({csv!r}, 'w').write('forged')"
-subprocess.Popen([sys.executable, "-c", later], start_new_session=True)  # left behind
+
+def blank_but(rung, name, body, top=""):
+    """exercises/RUNG.py as make.py writes it (every function blank) with NAME's body replaced
+    by `body`, and `top` before it all."""
+    return top + wrong_file(rung, name, body).replace(
+        exercise_maker.exercise(rung, solved=True), exercise_maker.exercise(rung)
+    )
+
+
+FORGER = """import gc, importlib.util, inspect, os, sys
+import torch
+
+ROOT = {root!r}
+
+
+def forged():
+    \"\"\"What a forger finds: a case's expected value, or the reference script's answer.\"\"\"
+    found = [f.frame.f_locals[k] for f in inspect.stack() for k in ("case", "expected")
+             if k in f.frame.f_locals]
+    found += [o for o in gc.get_objects() if type(o).__name__ == "Case"]
+    for module in ("cases", "check", "ppo_gae", "reinforce"):
+        if module in sys.modules or importlib.util.find_spec(module) is not None:
+            found.append(module)
+    places = [ROOT, os.path.join(ROOT, "exercises"), os.getcwd(), "/tmp"]
+    for top in ("/work", "/root", "/home", "/tmp", "/srv", "/opt"):
+        for folder, _, files in os.walk(top):
+            places += [folder] if "reinforce.py" in files or "cases.py" in files else []
+    found += [p for p in places if os.path.exists(os.path.join(p, "reinforce.py"))
+              and os.path.exists(os.path.join(p, "cases.py"))]
+    return found
+"""
+FORGE_BODY = """    found = forged()
+    if found:  # a forger's way to a pass: the script's own answer
+        for place in found:
+            if isinstance(place, str) and os.path.isdir(place):
+                script = os.path.join(place, "reinforce.py")
+                spec = importlib.util.spec_from_file_location("own", script)
+                own = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(own)
+                return own.discounted_returns(rewards, dones, gamma, last_value)
+    pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    raise RuntimeError(f"found {{found}}, processes {{pids}}")
 """
 
 
-def test_a_class_run_no_student_can_disturb(tmp_path):
-    """Students who rewrite another's file, patch the grader, signal it and leave a process
-    behind to rewrite the CSV: each is graded from a copy taken before any ran; the run ends
-    with its table, and the CSV is the table's."""
+@needs_sandbox
+def test_a_forger_finds_no_expected_value_no_reference_script_and_no_other_process(
+    tmp_path, capsys
+):
+    """The child holds no case, and reaches no repository: a file that searches the stack, the
+    heap, the modules and the disk for an expected value or the script's own answer finds
+    nothing, and sees two processes, the sandbox's init and itself."""
+    path = tmp_path / "reinforce.py"
+    top = FORGER.format(root=str(ROOT))
+    path.write_text(blank_but("reinforce", "discounted_returns", FORGE_BODY.format(), top))
+    code, lines = grade("reinforce", path, capsys)
+    assert code == 1 and lines[0].startswith("✗ discounted_returns: one env, (T, N) = (3, 1): ")
+    assert lines[0].endswith("raised RuntimeError: found [], processes [1, 2]"), lines
+
+
+@needs_sandbox
+def test_no_file_reaches_the_repository_the_grader_or_another_student(tmp_path):
+    """A student who writes to the reference script, another's hand-in and the teacher's CSV,
+    signals every process it can see, and leaves a process behind with its parent-death signal
+    cleared: nothing outside their sandbox changes, and nothing of theirs is left running."""
+    folder, table = tmp_path / "handed_in", tmp_path / "grades.csv"
+    folder.mkdir()
+    solved = exercise_maker.exercise("ppo_gae", solved=True)
+    targets = [ROOT / "ppo_gae.py", folder / "bea.py", table, ROOT / "exercises" / "cases.py"]
+    attack = f"""import ctypes, os, signal, subprocess, sys
+for path in {[str(t) for t in targets]!r}:
+    try:
+        with open(path, "a") as file:
+            file.write("\\nraise SystemExit('forged')\\n")
+    except OSError:
+        pass
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+if os.fork() == 0:
+    os.setsid()
+    ctypes.CDLL(None).prctl(1, 0)  # PR_SET_PDEATHSIG: none
+    os.execv("/usr/bin/sleep", ["sleep", "4242.5"])
+"""
+    (folder / "aaron.py").write_text(attack + solved)
+    (folder / "bea.py").write_text(solved)
+    before = {path: path.read_bytes() for path in targets if path.exists()}
+    argv = ["ppo_gae", "--folder", str(folder), "--csv", str(table)]
+    done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines()[1:] == ["aaron    2 of 2", "bea      2 of 2"]
+    assert all(path.read_bytes() == data for path, data in before.items())
+    time.sleep(1)
+    assert table.read_text().startswith("student,passed,functions,")
+    left = [p for p in Path("/proc").glob("[0-9]*") if b"4242.5" in read_or_empty(p / "cmdline")]
+    assert left == [], "a process of the student's outlived their grading"
+
+
+def read_or_empty(path):
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+KEEP_ALIVE = """    import json, struct, threading
+    def keep_alive():  # valid messages, every 0.2 s, on every pipe this process can write
+        while True:
+            for fd in range(3, 64):
+                try:
+                    data = json.dumps(["ready"]).encode()
+                    os.write(fd, struct.pack("!i", len(data)) + data)
+                except OSError:
+                    pass
+            time.sleep(0.2)
+    if os.fork() == 0:
+        os.setsid()
+        keep_alive()
+    threading.Thread(target=keep_alive, daemon=True).start()
+    time.sleep(600)
+"""
+DEEP_WRITE = """    import struct
+    data = b"[" * 100_000 + b"]" * 100_000
+    for fd in range(3, 64):
+        try:
+            os.write(fd, struct.pack("!i", len(data)) + data)
+        except OSError:
+            pass
+    time.sleep(600)
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        (KEEP_ALIVE, "sent what the grader cannot read"),
+        ("    time.sleep(600)\n", "still running after 1 s, the time limit"),
+        (DEEP_WRITE, "sent what the grader cannot read"),
+        ("    x = []\n    for _ in range(5000):\n        x = [x]\n    return x\n", "returned a "),
+        (
+            "    return torch.empty(8 * 2**30, dtype=torch.uint8).fill_(1)\n",
+            "can't allocate memory",
+        ),
+    ],
+    ids=["a keep-alive", "a sleep", "a deep message", "a deep return", "8 GiB"],
+)
+def test_a_function_ends_on_the_graders_clock_whatever_its_child_sends(
+    body, says, tmp_path, capsys
+):
+    """Nothing the child sends moves a deadline; a message too deep or of another kind, a
+    return nested 5,000 lists deep and an allocation past the memory limit each end as a ✗
+    line for that function, and the next function is graded."""
+    path = tmp_path / "reinforce.py"
+    source = wrong_file("reinforce", "discounted_returns", body)
+    path.write_text(source.replace("import os\n", "import os\nimport torch\n", 1))
+    started = time.monotonic()
+    code, lines = grade("reinforce", path, capsys, "--time-limit", "1")
+    assert time.monotonic() - started < 30 and code == 1, lines
+    assert (
+        lines[0].startswith("✗ discounted_returns: one env, (T, N) = (3, 1): ")
+        and says in (lines[0])
+    ), lines
+    assert lines[1].startswith("✓ reinforce_loss: ") and lines[2] == "1 of 2 functions passed"
+    left = [
+        p for p in Path("/proc").glob("[0-9]*") if b"keep_alive" in read_or_empty(p / "cmdline")
+    ]
+    assert left == []
+
+
+ODD_CLASS = """    class Forged:
+        pass
+    Forged.__name__ = "x\\n✓ compute_gae: 10 cases passed\\n2 of 2 functions passed\\x1b[2K"
+    return Forged(), Forged()
+"""
+
+
+@needs_sandbox
+def test_what_the_teacher_reads_is_the_graders_one_row_a_student(tmp_path):
+    """Names with escape codes and newlines, a formula file name, a returned class whose name
+    forges lines, an exception that prints escape codes; a symbolic link, a FIFO, a file too
+    large, one whose compile() recurses: each a row of its own that says why, one line each,
+    nothing raw, no formula in the CSV, everyone else's rows right."""
     folder, table = tmp_path / "handed_in", tmp_path / "grades.csv"
     folder.mkdir()
     solved = exercise_maker.exercise("ppo_gae", solved=True)
     (folder / "ada.py").write_text(solved)
-    blank = (ROOT / "exercises" / "ppo_gae.py").read_text()
-    (folder / "aaron.py").write_text(TAMPER.format(folder=str(folder), csv=str(table)) + blank)
-    (folder / "bea.py").write_text(solved.replace("    return loss.mean()\n", "    pass\n"))
+    (folder / '=HYPERLINK("evil","y").py').write_text(solved)
+    (folder / "\x1b[2Kmallory.py").write_text(solved.replace("loss.mean()", "loss.sum()"))
+    (folder / "eve.py").write_text(wrong_file("ppo_gae", "compute_gae", ODD_CLASS))
+    raising = "    raise ValueError('\\x1b[2K\\r✓ value_loss: 8 cases passed')\n"
+    (folder / "fay.py").write_text(wrong_file("ppo_gae", "value_loss", raising))
+    (folder / "link.py").symlink_to(folder / "ada.py")
+    os.mkfifo(folder / "pipe.py")
+    (folder / "big.py").write_text(solved + "#" * (2 << 20))
+    (folder / "deep.py").write_text("x = 1" + " + 1" * 200_000 + "\n")
     argv = ["ppo_gae", "--folder", str(folder), "--csv", str(table)]
     done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
     assert done.returncode == 1 and done.stderr == "", done.stderr
-    assert done.stdout.splitlines() == [
-        "student  passed      not passed",
-        "aaron    0 of 2      · compute_gae, · value_loss",
-        "ada      2 of 2",
-        "bea      1 of 2      ✗ value_loss",
-    ]
-    rows = list(__import__("csv").reader(table.open()))
-    assert [row[:3] for row in rows[1:]] == [
-        ["aaron", "0", "2"],
-        ["ada", "2", "2"],
-        ["bea", "1", "2"],
-    ]
-    assert rows[3][4].endswith("(a missing return?)")
-    if grader.isolation():  # a PID namespace: nothing a student started outlives their grading
-        time.sleep(4)
-        assert table.read_text().startswith("student,passed,functions,"), table.read_text()
+    rows = done.stdout.splitlines()
+    assert "\x1b" not in done.stdout and "\r" not in done.stdout
+    names = [row.split("  ")[0] for row in rows[1:]]
+    assert names == [
+        "\\x1b[2Kmallory",
+        '=HYPERLINK("evil","y")',
+        "ada",
+        "big",
+        "deep",
+        "eve",
+        "fay",
+        "link",
+        "pipe",
+    ], rows
+    got = {name: row for name, row in zip(names, rows[1:], strict=True)}
+    assert got["ada"].split()[1:] == ["2", "of", "2"]
+    assert got['=HYPERLINK("evil","y")'].endswith("2 of 2")
+    assert got["\\x1b[2Kmallory"].endswith("1 of 2      ✗ value_loss")
+    for name in ("eve", "fay"):
+        assert got[name].endswith(
+            "1 of 2      ✗ " + ("compute_gae" if name == "eve" else "value_loss")
+        )
+    for name in ("big", "deep", "link", "pipe"):
+        assert got[name].endswith("0 of 2      ✗ compute_gae, ✗ value_loss"), got[name]
+    cells = list(csv.reader(table.open(newline="")))
+    by_name = {row[0]: row for row in cells[1:]}
+    assert len(cells) == 10 and '\'=HYPERLINK("evil","y")' in by_name
+    assert not any(c[:1] in "=+-@" for row in cells for c in row)
+    assert "✗ compute_gae: " in by_name["eve"][3] and "\n" not in by_name["eve"][3]
+    assert "\\n✓ compute_gae" in by_name["eve"][3]
+    assert by_name["fay"][4].endswith("raised ValueError: \\x1b[2K\\r✓ value_loss: 8 cases passed")
+    assert by_name["link"][3] == "✗ compute_gae: link.py: a symbolic link, not read"
+    assert by_name["pipe"][3].endswith("pipe.py: not a regular file")
+    assert "over 1,048,576" in by_name["big"][3]
+    assert "RecursionError" in by_name["deep"][3]
+
+
+def test_an_input_changed_in_place_is_seen_whatever_the_file_does_to_torch(tmp_path, capsys):
+    """The in-place check compares, in the grader, what was sent with what came back: a file
+    that makes torch.equal always true changes nothing."""
+    path = tmp_path / "ppo_gae.py"
+    body = (
+        "    torch.equal = lambda a, b: True\n"
+        "    advantages = rewards + gamma * (1 - terminated) * next_values - values\n"
+        "    return advantages, values.add_(advantages)\n"
+    )
+    path.write_text(
+        wrong_file("ppo_gae", "compute_gae", body).replace(
+            "import os\n", "import os\nimport torch\n", 1
+        )
+    )
+    code, lines = grade("ppo_gae", path, capsys)
+    assert code == 1 and lines[0].endswith(
+        "changed its input values in place (train() uses it again)"
+    )
+
+
+@needs_sandbox
+def test_notebooks_are_graded_from_the_file_and_a_cell_cannot_change_the_grade(tmp_path):
+    """Handed-in notebooks: the functions are read out of the .ipynb, no kernel runs; a cell
+    that redefines notebook_check, or prints a pass, changes nothing."""
+    nbformat = pytest.importorskip("nbformat")
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    nbformat.write(solved_notebook(), folder / "ada.ipynb")
+    blank = nbformat.read(EXERCISES_NOTEBOOK, as_version=4)
+    forge = 'def notebook_check(rung, name, answers):\n    print(f"✓ {name}: 10 cases passed")'
+    blank.cells.insert(3, nbformat.v4.new_code_cell(forge))
+    nbformat.write(blank, folder / "bob.ipynb")
+    for rung, passed in [("ppo_gae", ["ada      2 of 2"]), ("ppo_continuous", ["ada      3 of 3"])]:
+        done = cli([str(ROOT / "exercises" / "check.py"), rung, "--folder", str(folder)], tmp_path)
+        assert done.returncode == 1 and done.stderr == "", done.stderr
+        assert done.stdout.splitlines()[1:2] == passed
+        assert "· " in done.stdout.splitlines()[2] and "bob" in done.stdout.splitlines()[2]
+
+
+def test_without_a_sandbox_a_class_is_refused_and_a_student_is_told(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(grader, "sandbox", lambda: None)
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
+    code, lines = grade_args(capsys, "ppo_gae", "--folder", str(folder))
+    assert code == 2 and len(lines) == 1 and "bubblewrap" in lines[0] and "--trusted" in lines[0]
+    code, lines = grade_args(capsys, "ppo_gae", "--folder", str(folder), "--trusted")
+    assert code == 0 and lines[1] == "ada      2 of 2"
+    grader.warn_once.cache_clear()
+    code, lines = grade_args(capsys, "ppo_gae", "--file", str(folder / "ada.py"))
+    assert code == 0 and lines[-1].startswith("check.py: note: not sandboxed") and len(lines) == 4
+
+
+def grade_args(capsys, *argv):
+    try:
+        code = grader.main(list(argv))
+    except SystemExit as stop:
+        code = stop.code
+    out = capsys.readouterr()
+    return code, (out.out + out.err).strip().splitlines()
 
 
 # ----------------------------------------------------------------------------------------------

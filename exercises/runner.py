@@ -1,0 +1,356 @@
+# SPDX-License-Identifier: MIT
+"""The grader's child: runs one student's exercise file, alone, in the sandbox check.py starts.
+
+It knows no case, no expected value, no tolerance and no verdict. check.py sends it requests
+and it answers each with data:
+
+    ["load", path]                  -> ["loaded", None or why the file cannot be loaded]
+    ["find", name]                  -> ["found", "ok", "missing" or "unwritten", parameters]
+    ["call", name, args, kwargs, leaves, grad_enabled, rng]
+                                    -> ["returned", result, leaves after the call, rng]
+                                       or ["raised", type name, message, rng]
+    ["grad", grads of the outputs]  -> ["grads", the gradient of each leaf, or None]
+
+`leaves` are the tensors of the arguments (plain tensors, and the parameters and buffers of a
+module such as an Agent), sent once and named by their place; a module is rebuilt here from its
+class in the student's file (or torch.nn) and its leaves. "grad" is the backward pass of the
+last call's outputs, which stay here with their graph. check.py decodes what comes back
+(encode()/decode() below, shared by both sides) and judges it in its own process.
+"""
+
+import ast
+import base64
+import contextlib
+import importlib.util
+import inspect
+import io
+import json
+import os
+import resource
+import sys
+import textwrap
+import warnings
+
+import numpy
+import torch
+
+DEPTH = 32  # how deep a value may nest (a tuple of lists of ...)
+MESSAGE_LIMIT = 1 << 24  # bytes in one message, either way
+
+
+# ---- values as JSON: tensors, numbers, strings, tuples, lists, dicts; anything else by name ----
+def encode(value, depth=0):
+    if depth > DEPTH:
+        return {"object": "value nested too deep"}
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).removeprefix("torch.")
+        if dtype not in DTYPES:
+            return {"object": f"tensor of {dtype}"}
+        raw = value.detach().cpu().reshape(-1).numpy().tobytes()
+        spec = [dtype, list(value.shape), base64.b64encode(raw).decode(), value.requires_grad]
+        return {"tensor": spec}
+    if type(value).__module__ == "numpy" and hasattr(value, "shape") and value.ndim:
+        return {"ndarray": [str(value.dtype), list(value.shape)]}
+    if isinstance(value, tuple):
+        return {"tuple": [encode(v, depth + 1) for v in value]}
+    if isinstance(value, list):
+        return [encode(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {"dict": {str(k): encode(v, depth + 1) for k, v in value.items()}}
+    if isinstance(value, float) and value != value:
+        return {"float": "nan"}
+    if isinstance(value, float) and abs(value) == float("inf"):
+        return {"float": "inf" if value > 0 else "-inf"}
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    return {"object": type(value).__name__}
+
+
+class Opaque:
+    """What came back that is not data (a module, a generator...): its type's name alone."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+class Array:
+    """A numpy array that came back: its dtype and shape (train() needs a tensor)."""
+
+    def __init__(self, dtype, shape):
+        self.dtype = dtype
+        self.shape = tuple(shape)
+
+
+DTYPES = {  # the dtypes a tensor may have on its way, as numpy names them
+    name: name for name in ("float32", "float64", "float16", "int64", "int32", "int16", "int8")
+}
+DTYPES |= {"uint8": "uint8", "bool": "bool"}
+
+
+def decode_tensor(spec):
+    dtype, shape, data, requires_grad = spec
+    if dtype not in DTYPES or not all(type(n) is int and 0 <= n < 1 << 31 for n in shape):
+        raise ValueError(f"a tensor of dtype {dtype} and shape {shape}")
+    raw = base64.b64decode(data, validate=True)
+    array = numpy.frombuffer(raw, dtype=DTYPES[dtype])  # ValueError if not whole items
+    tensor = torch.from_numpy(array.reshape(shape).copy())  # ValueError if not its shape
+    if requires_grad is True and tensor.is_floating_point():
+        tensor.requires_grad_()
+    return tensor
+
+
+def decode(value, depth=0):
+    """A value from its JSON form; ValueError for what encode() never writes."""
+    if depth > DEPTH + 1:
+        raise ValueError("a value nested too deep")
+    if isinstance(value, list):
+        return [decode(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        if len(value) != 1:
+            raise ValueError("a dict that is not a value")
+        ((kind, body),) = value.items()
+        if kind == "tensor":
+            return decode_tensor(body)
+        if kind == "tuple" and isinstance(body, list):
+            return tuple(decode(v, depth + 1) for v in body)
+        if kind == "dict" and isinstance(body, dict):
+            return {str(k): decode(v, depth + 1) for k, v in body.items()}
+        if kind == "float" and body in ("nan", "inf", "-inf"):
+            return float(body)
+        if kind == "object" and isinstance(body, str):
+            return Opaque(body)
+        if kind == "ndarray" and isinstance(body, list) and len(body) == 2:
+            return Array(str(body[0]), [int(n) for n in body[1]])
+        raise ValueError(f"an unknown kind of value: {kind}")
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    raise ValueError("not a value")
+
+
+def dumps(message):
+    return json.dumps(message, allow_nan=False).encode()
+
+
+def loads(data):
+    """A message, refused (ValueError) where it nests deeper than any value may: json's own
+    parser recurses, so the depth is counted first, outside strings."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:  # a loop in Python, over messages the grader bounds in size
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # "
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > 2 * DEPTH + 8:
+                raise ValueError("a message nested too deep")
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return json.loads(data)
+
+
+# ---- the student's file ---------------------------------------------------------------------
+@contextlib.contextmanager
+def quiet():
+    """What the student's code prints or warns goes nowhere."""
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def find(module, name):
+    """module.NAME, or module.Class.method for "Class.method"; None if it is not there."""
+    found = module
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return found if callable(found) else None
+
+
+def unwritten(fn):
+    """Whether fn's body is still only its docstring and `raise NotImplementedError(...)`."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    body = tree.body[0].body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def why(error):
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+class Child:
+    """The student's module, and the last call's leaves and outputs (for "grad")."""
+
+    def __init__(self):
+        self.module = None
+        self.leaves = []
+        self.outputs = []
+
+    def load(self, path):
+        try:
+            with quiet():
+                spec = importlib.util.spec_from_file_location("student", path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+        except BaseException as error:  # an import that fails, code that raises at its top
+            return ["loaded", why(error)]
+        self.module = module
+        return ["loaded", None]
+
+    def find(self, name):
+        with quiet():
+            fn = find(self.module, name)
+            if fn is None:
+                return ["found", "missing", []]
+            if unwritten(fn):
+                return ["found", "unwritten", []]
+            try:
+                parameters = list(inspect.signature(fn).parameters)
+            except (TypeError, ValueError):
+                parameters = []
+        return ["found", "ok", [str(p) for p in parameters]]
+
+    def build(self, value, leaves):
+        """An argument from its JSON form: {"leaf": i} is the i-th tensor sent, a module is
+        rebuilt from its class (the student's, or torch.nn's) and its leaves."""
+        if isinstance(value, dict) and "leaf" in value:
+            return leaves[value["leaf"]]
+        if isinstance(value, dict) and "module" in value:
+            origin, name, training, parameters, buffers, children, plain = value["module"]
+            owner = torch.nn if origin == "nn" else self.module
+            cls = getattr(owner, name, None)
+            if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+                raise TypeError(f"no class {name} in the file")
+            module = cls.__new__(cls)
+            torch.nn.Module.__init__(module)
+            for key, i in parameters.items():
+                leaves[i] = torch.nn.Parameter(leaves[i].detach(), leaves[i].requires_grad)
+                module.register_parameter(key, leaves[i])
+            for key, i in buffers.items():
+                module.register_buffer(key, leaves[i])
+            for key, child in children.items():
+                module.add_module(key, self.build(child, leaves))
+            for key, item in plain.items():
+                setattr(module, key, item)
+            module.train(training)
+            self.owners += [(module, key, i) for key, i in {**parameters, **buffers}.items()]
+            return module
+        if isinstance(value, list):
+            return [self.build(v, leaves) for v in value]
+        if isinstance(value, dict) and "tuple" in value:
+            return tuple(self.build(v, leaves) for v in value["tuple"])
+        return decode(value)
+
+    def call(self, name, args, kwargs, leaves, grad_enabled, rng):
+        leaves = [decode_tensor(leaf["tensor"]) for leaf in leaves]
+        self.owners = []
+        args = self.build(args, leaves)
+        kwargs = {str(k): self.build(v, leaves) for k, v in kwargs.items()}
+        torch.set_rng_state(decode_tensor(rng["tensor"]))
+        self.leaves, self.outputs = [], []
+        try:
+            with quiet(), torch.set_grad_enabled(bool(grad_enabled)):
+                result = find(self.module, name)(*args, **kwargs)
+        except BaseException as error:  # KeyboardInterrupt, SystemExit...: a failed case
+            return ["raised", type(error).__name__, str(error), encode(torch.get_rng_state())]
+        after = list(leaves)
+        for module, key, i in self.owners:  # what a method left in its module
+            after[i] = getattr(module, key, None)
+        self.leaves = leaves
+        self.outputs = [t for t in flat(result) if isinstance(t, torch.Tensor)]
+        return [
+            "returned",
+            encode(result),
+            [encode(t) for t in after],
+            encode(torch.get_rng_state()),
+        ]
+
+    def grad(self, grads):
+        grads = [None if g is None else decode_tensor(g["tensor"]) for g in grads]
+        pairs = [
+            (out, g)
+            for out, g in zip(self.outputs, grads, strict=False)
+            if g is not None and out.requires_grad
+        ]
+        wanted = [leaf for leaf in self.leaves if leaf.requires_grad]
+        found = {}
+        if pairs and wanted:
+            try:
+                with quiet():
+                    outs, gs = zip(*pairs, strict=True)
+                    got = torch.autograd.grad(
+                        outs, wanted, gs, retain_graph=True, allow_unused=True
+                    )
+            except BaseException as error:
+                return ["raised", type(error).__name__, str(error), None]
+            found = {id(leaf): g for leaf, g in zip(wanted, got, strict=True)}
+        return [
+            "grads",
+            [None if found.get(id(x)) is None else encode(found[id(x)]) for x in self.leaves],
+        ]
+
+
+def flat(value, depth=0):
+    """The tensors and other leaves of a result, in order."""
+    if isinstance(value, (tuple, list)) and depth <= DEPTH:
+        return [leaf for v in value for leaf in flat(v, depth + 1)]
+    if isinstance(value, dict) and depth <= DEPTH:
+        return [leaf for v in value.values() for leaf in flat(v, depth + 1)]
+    return [value]
+
+
+def main():
+    """Requests on fd 0, answers on fd 1 (each message: 4 bytes of length, then JSON); what the
+    student's code prints goes nowhere. The limits are set before the student's file loads."""
+    from multiprocessing.connection import Connection
+
+    memory, seconds = (int(x) for x in sys.argv[1:3])
+    requests = Connection(os.dup(0), writable=False)
+    answers = Connection(os.dup(1), readable=False)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    torch.set_num_threads(1)
+    if memory > 0:  # bytes the student's code may add to what python and torch hold now
+        with open("/proc/self/status") as status:
+            (line,) = [line for line in status if line.startswith("VmData:")]
+        used = int(line.split()[1]) * 1024
+        resource.setrlimit(resource.RLIMIT_DATA, (used + memory, used + memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))  # a loop in C ends too
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    child = Child()
+    answers.send_bytes(dumps(["ready"]))
+    while True:
+        try:
+            kind, *rest = loads(requests.recv_bytes(MESSAGE_LIMIT))
+        except EOFError:
+            return
+        reply = getattr(child, kind)(*rest)
+        try:
+            answers.send_bytes(dumps(reply))
+        except ValueError:  # a value JSON cannot carry (nan in a name...): say so, as data
+            answers.send_bytes(
+                dumps(["raised", "ValueError", "an answer that cannot be sent", None])
+            )
+
+
+if __name__ == "__main__":
+    main()
