@@ -6,12 +6,23 @@ Run: python -m pytest -q docs/test_docs.py
   1. every relative link resolves (files, and headings by GitHub's anchors), every results
      folder is cited, the results stay small, no link points at a placeholder; ruff format and
      lint;
-  2. the notebook ladder.ipynb, run in quick mode and as committed.
+  2. the notebook ladder.ipynb, run in quick mode and as committed;
+  3. what README promises: each figure of its results table is the one in docs/results.md and
+     in the committed table, each row's flags those its runs were given; README at most 300
+     lines, docs/results.md 500; `pip install -e .` makes the scripts, long_runs and envs
+     importable, and packages nothing else.
 """
 
+import importlib
+import json
+import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
+import sysconfig
+import zipfile
 
 import pytest
 
@@ -208,3 +219,267 @@ def test_committed_notebook_was_one_full_run_top_to_bottom():
     for cell in code:  # each output's count, where it has one, is its cell's
         for output in cell.outputs:
             assert output.get("execution_count", cell.execution_count) == cell.execution_count
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. What README promises: its results against docs/results.md and the committed tables; its
+#    length; `pip install -e .`
+# ----------------------------------------------------------------------------------------------
+
+
+RESULTS_MD = ROOT / "docs" / "results.md"
+
+
+def cells(line):
+    """A markdown table row's cells, stripped (a cell's `\\|` is no border)."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def plain(text):
+    """Text as figures are compared: link targets, bold and thousands commas gone."""
+    text = re.sub(r"\]\([^)]*\)", "]", text).replace("**", "")
+    return re.sub(r"\s+", " ", re.sub(r"(?<=\d),(?=\d{3})", "", text))
+
+
+def has(text, figure):
+    """Whether the figure stands whole in the text: 7.2 is not in 17.25."""
+    return re.search(rf"(?<![\w.]){re.escape(plain(figure))}(?!\w|\.\d)", plain(text)) is not None
+
+
+def numbers(text):
+    """The numbers of a text as written there: '0.55x' gives 0.55, 'v3' and '1M' none."""
+    return set(re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?=x?(?!\w))", plain(text)))
+
+
+def sections(path):
+    """[(line, level, anchor)] of a markdown file's headings, outside fenced code."""
+    found, fenced = [], False
+    for number, line in enumerate(path.read_text().splitlines()):
+        fenced ^= line.startswith("```")
+        heading = re.match(r"(#{1,6})\s+(.*?)\s*$", line)
+        if heading and not fenced:
+            found.append((number, len(heading.group(1)), github_slug(heading.group(2))))
+    return found
+
+
+def section(path, anchor, level=None):
+    """The lines under the heading with that anchor, to the next heading of its level or above;
+    level 2: from the level-2 heading it falls under, to the next one."""
+    lines, heads = path.read_text().splitlines(), sections(path)
+    (start,) = [k for k, (_, _, slug) in enumerate(heads) if slug == anchor]
+    if level is not None:
+        start = max(k for k in range(start + 1) if heads[k][1] <= level)
+    top = heads[start][1]
+    end = next((line for line, deep, _ in heads[start + 1 :] if deep <= top), len(lines))
+    return lines[heads[start][0] : end]
+
+
+def rows(lines):
+    """A table's rows, as cells: its header first, its separator left out."""
+    return [cells(line) for line in lines if line.startswith("|") and "---|" not in line]
+
+
+def committed_tables(lines):
+    """The committed table.md of every benchmarks/results folder that the lines link to."""
+    found = []
+    for target in re.findall(r"\]\(([^)#\s]+)", "\n".join(lines)):
+        path = (RESULTS_MD.parent / target).resolve()
+        table = path if path.name == "table.md" else path.parent / "table.md"
+        if RESULTS in table.parents and table.exists() and table not in found:
+            found.append(table)
+    return found
+
+
+def script_flags(cmd):
+    """(script, its flags) of a command that raw.json keeps; env, seed and run dir left out."""
+    argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+    start = next(k for k, arg in enumerate(argv) if arg.endswith(".py")) + 1
+    flags, k = [], start
+    while k < len(argv):
+        skip = argv[k] in ("--env-id", "--seed", "--run-dir")
+        flags += [] if skip else [argv[k]]
+        k += 2 if skip else 1
+    return argv[start - 1].removesuffix(".py"), tuple(flags)
+
+
+def readme_results():
+    """README's results table: [{column: cell}], and the flags **R** stands for."""
+    text = (ROOT / "README.md").read_text().split("\n## Results\n")[1].split("\n## ")[0]
+    table = rows(re.search(r"^\|.*?(?=\n\n)", text, flags=re.M | re.S).group(0).splitlines())
+    recipe = re.search(r"^\*\*R\*\*[^`]*`([^`]+)`", text, flags=re.M)
+    return [dict(zip(table[0], row, strict=True)) for row in table[1:]], recipe and recipe.group(1)
+
+
+def result_problems(row, recipe):
+    """What in one README results row is not what docs/results.md and the committed table hold."""
+    where = re.search(r"\]\(docs/results\.md#([^)]+)\)", row["env (threshold)"])
+    if where is None:
+        return ["links no section of docs/results.md"]
+    anchor, problems = where.group(1), []
+    whole = section(RESULTS_MD, anchor, level=2)
+    solved = row["solved"]
+    steps, _, seconds = row["steps · seconds to threshold"].partition(" · ")
+    figures = [row["greedy eval, mean ± std"], row["IQM [95% CI]"]]
+    figures = [figure for figure in figures if figure != "—"]
+    matched = [cells for cells in rows(whole) if all(has(" | ".join(cells), f) for f in figures)]
+    if figures and not matched:
+        problems.append(f"{figures} are in no row of docs/results.md#{anchor}'s tables")
+    tables = committed_tables(section(RESULTS_MD, anchor))
+    tables += [t for cells in matched for t in committed_tables(cells) if t not in tables]
+    sources = "\n".join(whole) + "".join(table.read_text() for table in tables)
+    missing = numbers(row["against its peer"]) - numbers(sources)
+    if missing:
+        problems.append(f"its peer's figures {sorted(missing)} are not in #{anchor}")
+    if solved == "—":
+        return problems
+    found = []  # (table, its label): the committed rows with the same solved, steps, seconds
+    for table in tables:
+        header, *data = rows(table.read_text().splitlines())
+        column = {name: k for k, name in enumerate(header)}
+        if not {"solved", "steps to thr.", "seconds to thr."} <= set(column):
+            continue  # a table of speeds, say
+        for line in data:
+            same = line[column["solved"]] == solved
+            same &= plain(line[column["steps to thr."]]).split(" (")[0] == plain(steps)
+            if seconds:
+                same &= line[column["seconds to thr."]].split(" (")[0] == seconds.removesuffix(" s")
+            found += [(table, line[0])] if same else []
+    if not found:
+        return problems + [f"{solved}, {steps} {seconds} are in no committed table of #{anchor}"]
+    table, label = found[0]
+    threshold = re.findall(r"\((-?[\d.]+)\)", plain(row["env (threshold)"]))
+    if not threshold or not has(table.read_text().splitlines()[0], f"threshold {threshold[-1]}"):
+        problems.append(f"its threshold is not {table.relative_to(ROOT)}'s")
+    named = re.sub(r"^R\b", f"`{recipe}`", row["flags beyond the defaults"])
+    named = " ".join(span for span in re.findall(r"`([^`]*)`", named) if span.startswith("--"))
+    raw = json.loads((table.parent / "raw.json").read_text())
+    ran = {script_flags(run["cmd"]) for run in raw["runs"] if run["script"] == label}
+    if not ran:
+        problems.append(f"no run of {table.parent.relative_to(ROOT)}/raw.json is {label}'s")
+    for script, flags in ran:
+        parse = importlib.import_module(script).parse_args
+        if vars(parse(shlex.split(named))) != vars(parse(list(flags))):
+            problems.append(f"names the flags `{named}`; its runs had `{shlex.join(flags)}`")
+        if not row["script"].startswith(f"{script}.py"):
+            problems.append(f"names the script {row['script']}; its runs ran {script}.py")
+    return problems
+
+
+def test_every_figure_of_readmes_results_is_the_one_measured_with_the_flags_it_ran_with():
+    """Each README results row links its section of docs/results.md: its greedy evaluation and
+    IQM stand in one row of that section's tables, its solve rate, steps, seconds and threshold
+    in the committed table.md the section links, every number against its peer in the section,
+    and its flags, R spelled out, parse as those of its runs in raw.json."""
+    results, recipe = readme_results()
+    assert "flags beyond the defaults" in results[0], list(results[0])
+    assert recipe and "--lr-target-kl" in recipe  # README says which flags R stands for
+    problems = [
+        f"{row['env (threshold)'].split('](')[0]}] {row['script']}: {problem}"
+        for row in results
+        for problem in result_problems(row, recipe)
+    ]
+    assert problems == [], "\n".join(problems)
+    assert len(results) >= 20
+
+
+def test_the_results_check_finds_a_wrong_figure_flag_and_peer():
+    results, recipe = readme_results()
+    (acrobot,) = [
+        row
+        for row in results
+        if "tune.py" not in row["flags beyond the defaults"]
+        and row["env (threshold)"].startswith("[Acrobot-v1]")
+    ]
+    assert result_problems(acrobot, recipe) == []
+    slower = dict(acrobot, **{"steps · seconds to threshold": "26,744 · 4.4 s"})
+    assert result_problems(slower, recipe) == [
+        "10/10, 26,744 4.4 s are in no committed table of #acrobot-v1"
+    ]
+    defaults = dict(acrobot, **{"flags beyond the defaults": "`--total-timesteps 100000`"})
+    assert result_problems(defaults, recipe) == [
+        "names the flags `--total-timesteps 100000`;"
+        " its runs had `--total-timesteps 100000 --ent-coef 0.01`"
+    ]
+    peer = dict(acrobot, **{"against its peer": "0.49x the steps of the defaults"})
+    assert result_problems(peer, recipe) == ["its peer's figures ['0.49'] are not in #acrobot-v1"]
+
+
+@pytest.mark.parametrize("page, most", [("README.md", 300), ("docs/results.md", 500)])
+def test_readme_and_results_md_stay_within_their_lengths(page, most):
+    """README is the front page; the detail is in docs/ (results.md: every table, in 500 lines)."""
+    lines = (ROOT / page).read_text().count("\n")
+    assert lines <= most, f"{page} has {lines} lines, more than {most}: move detail to docs/"
+
+
+def test_pip_install_e_makes_the_scripts_long_runs_and_envs_importable_and_nothing_else(tmp_path):
+    """`pip install -e .` on a copy of the repository as a clone has it (benchmarks/results left
+    out), offline: this environment's setuptools builds it (--no-build-isolation), without the
+    dependencies (--no-deps: requirements.txt's, already here), into a prefix of its own. From
+    another folder the scripts, long_runs and envs then import from the copy, and nothing else
+    of it does; its wheel holds those files alone, and requires requirements.txt's pins."""
+    pytest.importorskip("setuptools", minversion="77")  # pyproject.toml's build-system needs it
+    clone, prefix = tmp_path / "clone", tmp_path / "prefix"
+    skip = (
+        ".git",
+        ".venv",
+        "venv",
+        "runs",
+        "results",
+        "wandb",
+        "videos",
+        "__pycache__",
+        ".*_cache",
+    )
+    shutil.copytree(ROOT, clone, ignore=shutil.ignore_patterns(*skip, "*.egg-info", "build"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    offline = ["--no-deps", "--no-build-isolation", "--no-index"]
+    done = subprocess.run(
+        [*pip, "install", *offline, "--prefix", str(prefix), "-e", str(clone)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    modules = ["reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous", "long_runs"]
+    others = ["exercises", "benchmarks", "docs", "test_all", "cases", "check", "make"]
+    site_packages = sysconfig.get_path("purelib", vars={"base": str(prefix)})
+    probe = "\n".join(
+        [
+            "import importlib.util, site",
+            f"site.addsitedir({site_packages!r})",
+            f"import {', '.join(modules)}, envs.line_world, envs.cartpole_torch",
+            f"for module in [{', '.join(modules)}, envs.line_world]:",
+            "    print(module.__file__)",
+            f"print([name for name in {others!r} if importlib.util.find_spec(name)])",
+        ]
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    files = [str(clone / f"{name}.py") for name in modules] + [
+        str(clone / "envs" / "line_world.py")
+    ]
+    assert ran.stdout.splitlines() == [*files, "[]"]
+    done = subprocess.run(
+        [*pip, "wheel", *offline, "--wheel-dir", str(tmp_path / "wheel"), str(clone)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (wheel,) = (tmp_path / "wheel").glob("minimal_policy_gradients-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    envs = [f"envs/{path.name}" for path in (clone / "envs").glob("*.py")]
+    assert sorted(n for n in names if ".dist-info/" not in n) == sorted(
+        [f"{name}.py" for name in modules] + envs
+    )
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    requires = re.findall(
+        r"^Requires-Dist: (.+)$", zipfile.ZipFile(wheel).read(metadata).decode(), re.M
+    )
+    pins = [
+        line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
+    ]
+    assert requires == [pin for pin in pins if pin]
