@@ -59,6 +59,7 @@ TIME_LIMIT = 5.0  # seconds a function gets for all its cases
 START_LIMIT = 60.0  # seconds a child gets to start python and torch, before any student code
 MEMORY_LIMIT = 1024  # MiB a student's code may allocate, beyond what python and torch hold
 FILE_LIMIT = 1 << 20  # bytes: a larger .py hand-in is not read (a notebook: 16 times that)
+RECEIVED_LIMIT = 1 << 25  # bytes a student's children may send in all (the grader keeps them)
 PROJECT = ("reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous", "long_runs", "cases", "check")
 
 
@@ -219,13 +220,14 @@ class Session:
     own), answering the grader's requests. Each request waits until a deadline on the grader's
     clock; past it, or at close(), the child and everything it started are killed."""
 
-    def __init__(self, folder, limit, memory, sandboxed):
+    def __init__(self, folder, limit, memory, sandboxed, budget):
         runs = ["-I", "/grading/runner.py" if sandboxed else str(Path(folder) / "runner.py")]
         seconds = int(START_LIMIT + 4 * limit * 20)  # CPU time: a loop in C ends with its child
         runs = [sys.executable, *runs, str(memory << 20), str(seconds)]
         self.killed = None
         self.pid1 = None
         self.rung = None
+        self.budget = budget  # [bytes the student's children may still send]
         if sandboxed:
             info, info_end = os.pipe()
             command = [*sandbox(), "--ro-bind", str(folder), "/grading", "--chdir", "/grading"]
@@ -282,6 +284,9 @@ class Session:
             if message is not None:
                 self.requests.send_bytes(runner.dumps(message))
             data = self.answers.recv_bytes(runner.MESSAGE_LIMIT)
+            self.budget[0] -= len(data)
+            if self.budget[0] < 0:
+                raise ValueError("more than the grader reads")
             reply = runner.loads(data)
             if not (isinstance(reply, list) and reply and reply[0] in kinds):
                 raise ValueError("an answer of another kind")
@@ -651,6 +656,7 @@ def answers_of(texts, limit, memory, sandboxed):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensors: one thread is faster, and fair on a busy machine
     session = None
+    budget = [RECEIVED_LIMIT]  # what all of the student's children may send
     with tempfile.TemporaryDirectory() as folder:  # mode 0700: the grader's, and the sandbox's
         shutil.copy(HERE / "runner.py", Path(folder) / "runner.py")
         for rung, text in texts.items():
@@ -660,7 +666,7 @@ def answers_of(texts, limit, memory, sandboxed):
                 for name in cases.EXERCISES[rung]:
                     try:
                         if session is None or session.rung != rung:
-                            session = load(session, folder, rung, limit, memory, sandboxed)
+                            session = load(session, folder, rung, limit, memory, sandboxed, budget)
                             deadline = min(time.monotonic() + limit, student_deadline)
                             (why,) = session.ask(["load", session.path], deadline, "loaded")[1:]
                             loads[rung] = None if why is None else one_line(why)
@@ -688,11 +694,11 @@ def answers_of(texts, limit, memory, sandboxed):
     return loads, results
 
 
-def load(session, folder, rung, limit, memory, sandboxed):
+def load(session, folder, rung, limit, memory, sandboxed, budget):
     """A child for rung's file: a new one (the one before it closed)."""
     if session is not None:
         session.close()
-    session = Session(folder, limit, memory, sandboxed)
+    session = Session(folder, limit, memory, sandboxed, budget)
     session.rung = rung
     session.path = f"/grading/{rung}.py" if sandboxed else str(Path(folder) / f"{rung}.py")
     return session

@@ -35,7 +35,7 @@ import numpy
 import torch
 
 DEPTH = 32  # how deep a value may nest (a tuple of lists of ...)
-MESSAGE_LIMIT = 1 << 24  # bytes in one message, either way
+MESSAGE_LIMIT = 1 << 22  # bytes in one message, either way (the largest case needs 1 MiB)
 
 
 # ---- values as JSON: tensors, numbers, strings, tuples, lists, dicts; anything else by name ----

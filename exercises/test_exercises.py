@@ -2011,6 +2011,22 @@ def test_notebooks_are_graded_from_the_file_and_a_cell_cannot_change_the_grade(t
         assert "· " in done.stdout.splitlines()[2] and "bob" in done.stdout.splitlines()[2]
 
 
+def test_a_copy_of_the_scripts_in_pythons_libraries_is_hidden_from_the_sandbox(
+    tmp_path, monkeypatch
+):
+    """After `pip install .`, site-packages holds the reference scripts: the sandbox binds
+    /dev/null over each (and its bytecode), and over nothing else."""
+    libraries = tmp_path / "site-packages"
+    (libraries / "__pycache__").mkdir(parents=True)
+    files = ["ppo_gae.py", "cases.py", "__pycache__/ppo_gae.cpython-311.pyc", "numpy_like.py"]
+    for name in files:
+        (libraries / name).write_text("x = 1\n")
+    monkeypatch.setattr(grader.site, "getsitepackages", lambda: [str(libraries)])
+    hidden = grader.masked([tmp_path])
+    assert sorted(hidden[2::3]) == sorted(str(libraries / name) for name in files[:3])
+    assert hidden[0::3] == ["--ro-bind"] * 3 and hidden[1::3] == ["/dev/null"] * 3
+
+
 def test_without_a_sandbox_a_class_is_refused_and_a_student_is_told(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(grader, "sandbox", lambda: None)
     folder = tmp_path / "handed_in"
