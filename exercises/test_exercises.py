@@ -1875,13 +1875,14 @@ DEEP_WRITE = """    import struct
         (KEEP_ALIVE, "sent what the grader cannot read"),
         ("    time.sleep(600)\n", "still running after 1 s, the time limit"),
         (DEEP_WRITE, "sent what the grader cannot read"),
+        (DEEP_WRITE.replace('b"[" * 100_000 + b"]" * 100_000', 'b" " * (5 << 20)'), "cannot read"),
         ("    x = []\n    for _ in range(5000):\n        x = [x]\n    return x\n", "returned a "),
         (
             "    return torch.empty(8 * 2**30, dtype=torch.uint8).fill_(1)\n",
             "can't allocate memory",
         ),
     ],
-    ids=["a keep-alive", "a sleep", "a deep message", "a deep return", "8 GiB"],
+    ids=["a keep-alive", "a sleep", "a deep message", "a long message", "a deep return", "8 GiB"],
 )
 def test_a_function_ends_on_the_graders_clock_whatever_its_child_sends(
     body, says, tmp_path, capsys
