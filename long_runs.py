@@ -20,6 +20,7 @@ Copied alone, a script answers each of these flags in one line naming this file.
 import argparse
 import copy
 import importlib
+import os
 import random
 import signal
 import sys
@@ -54,6 +55,14 @@ def checked_args(parser, argv, args):
     return args
 
 
+def say(line):
+    """print(line) at once. A reader gone (| head) ends nothing: stdout goes to os.devnull."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def fail(script, message):
     """Bad input: a ValueError whose message is the one line the script prints (exit status 2)."""
     raise ValueError(f"{script}: error: {' '.join(str(message).split())}")
@@ -83,10 +92,11 @@ class LongRun:
 
     def __enter__(self):
         """SIGTERM stops training as Ctrl-C does; finish() gives the old handler back."""
-        self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         if self.args.resume:
-            print(f"{self.script}: going on from step {self.global_step} of {self.checkpoint}")
-        return super().__enter__()
+            say(f"{self.script}: going on from step {self.global_step} of {self.checkpoint}")
+        log = super().__enter__()  # TensorBoard first: if it fails, there is no handler to undo
+        self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
+        return log
 
     def __exit__(self, kind, error, traceback):
         self.training = False  # a SIGTERM from now on lets the run end, then ends the process
@@ -97,8 +107,8 @@ class LongRun:
     def stop(self, signum, frame):
         """SIGTERM: stop like Ctrl-C; after finish(), the process ends by the same signal."""
         self.signal = signum
-        self.stopped_by = "SIGTERM"
         if self.training:
+            self.interrupted = "SIGTERM"  # what train() returns, where the process goes on
             raise KeyboardInterrupt
 
     def episodes(self, global_step, infos):
@@ -129,12 +139,14 @@ class LongRun:
     def finish(self, global_step):
         """The last checkpoint, the run's end as the Log has it, W&B's end; then a SIGTERM
         that stopped the run ends the process, by the handler that was there before it."""
-        if self.snapshot is not None and self.snapshot["global_step"] != self.saved_step:
-            self.save()  # the last update's state; a finished run can go on with more steps, too
-        result = super().finish(global_step)
-        if self.wandb:  # after the writer: W&B syncs its last events
-            self.wandb.finish()
-        signal.signal(signal.SIGTERM, self.default_sigterm)
+        try:  # whatever happens here (a failing evaluation), the old handler comes back
+            if self.snapshot is not None and self.snapshot["global_step"] != self.saved_step:
+                self.save()  # the last update's state; a finished run can go on with more steps
+            result = super().finish(global_step)
+            if self.wandb:  # after the writer: W&B syncs its last events
+                self.wandb.finish()
+        finally:
+            signal.signal(signal.SIGTERM, self.default_sigterm)
         if self.signal:  # by default, the process ends: a shell's status 128 + 15 = 143
             sys.stdout.flush()
             sys.stderr.flush()

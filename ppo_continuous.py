@@ -187,7 +187,7 @@ def adapted_lr(lr, kl, target_kl, max_lr):
 
 
 def train(args):
-    device, run_dir = set_up(args)  # seeds, threads, device, run folder: support code, below
+    device, run_dir = set_up(args)  # seeds, device, run folder (threads: set before): below
     envs = make_env(args.env_id, args.num_envs, args.gamma, args.async_envs, args.capture_video)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(
@@ -322,16 +322,42 @@ def train(args):
 
 SCRIPT = Path(__file__).name
 CPU_THREADS = torch.get_num_threads()  # torch's default: one per core
-BEFORE = {}  # torch's threads and cuDNN flag as set_up() found them: Log.__exit__ gives them back
 LONG_RUN_FLAGS = ("capture_video", "checkpoint_every", "resume", "async_envs", "track")
 
 
+def library_safe(train):
+    """train() with its flags checked, and the run's torch threads and cuDNN flag until it ends."""
+    import functools  # here, as os and signal below: the lesson's imports are the lesson's
+
+    @functools.wraps(train)  # its name, docstring and source stay the lesson's
+    def checked_train(args):
+        parse_args(args)
+        threads = torch.get_num_threads()
+        deterministic = torch.backends.cudnn.deterministic
+        try:  # set before the Agent's init, whose weights depend on the threads
+            torch.backends.cudnn.deterministic = args.torch_deterministic
+            # One thread is fastest for small batches; 2 cores, for 32,768 steps (benchmarks)
+            torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
+            return train(args)
+        finally:
+            torch.set_num_threads(threads)
+            torch.backends.cudnn.deterministic = deterministic
+
+    return checked_train
+
+
+train = library_safe(train)
+
+
 def parse_args(argv=None):
-    """The flags in argv, else on the command line, unless a notebook's kernel owns that."""
+    """The flags in argv, or a Namespace's (train() checks its own so), else on the command line,
+    unless a notebook's kernel owns that. Bad ones from Python: a ValueError, argparse's line."""
     if argv is None and "ipykernel" in sys.modules and Path(sys.argv[0]).name != SCRIPT:
         argv = []
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
+    if argv is not None:  # from Python: not argparse's usage and SystemExit
+        parser.error = fail
     hyperparameters(parser)  # the algorithm's, in the lesson
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
@@ -350,11 +376,18 @@ def parse_args(argv=None):
     arg("--track", action="store_true", help="send the run to Weights & Biases (needs wandb)")
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
     arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
-    args = parser.parse_args(argv)
-    if any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
-        args = long_runs(args).checked_args(parser, argv, args)  # --resume: the saved flags
+    if not isinstance(argv, argparse.Namespace):
+        args = parser.parse_args(argv)
+        if any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
+            args = long_runs(args).checked_args(parser, argv, args)  # --resume: the saved flags
+    else:  # train()'s, maybe built by hand: argparse checks a default given as text as a flag
+        parser.set_defaults(**{k: str(v) for k, v in vars(argv).items() if v is not None})
+        parser.parse_args([])
+        args = argv
+    if args.num_envs * args.num_steps > 2**24:  # what a rollout's memory can hold
+        parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
     if args.lr_target_kl is not None and args.anneal_lr:
-        fail("--lr-target-kl sets the learning rate itself: add --no-anneal-lr")
+        parser.error("--lr-target-kl sets the learning rate itself: add --no-anneal-lr")
     if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
         parser.error(f"--num-envs x --num-steps = {batch} does not split into --num-minibatches")
     return args
@@ -381,17 +414,18 @@ log_sigma = checked(float, lambda x: -20 <= x <= 20, "in [-20, 20]")
 
 
 def set_up(args):
-    """Seeds (the envs get theirs at reset), CPU threads, the device, the run's directory."""
+    """The run's directory (new, or --resume's), seeds (the envs get theirs at reset), device."""
+    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
+    if not args.run_dir and Path(f"runs/{run_name}").exists():  # this seed's, this second
+        run_name += f"_{time.time_ns()}"
+    run_dir = args.run_dir or f"runs/{run_name}"
+    events = Path(run_dir).glob("events.out.tfevents.*")  # TensorBoard's files
+    if not args.resume and (any(events) or Path(run_dir, "checkpoint.pt").exists()):
+        afresh = "to start afresh, give another --run-dir or delete it"
+        fail(f"--run-dir {run_dir} holds a run: --resume {run_dir} goes on with it; {afresh}")
     random.seed(args.seed)
     np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
     torch.manual_seed(args.seed % 2**64)
-    BEFORE["threads"] = torch.get_num_threads()  # given back when the run ends (Log.__exit__)
-    BEFORE["deterministic"] = torch.backends.cudnn.deterministic
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    # One thread is fastest for small batches; 2 cores, for 32,768 steps (benchmarks/results/sps)
-    torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
-    if args.num_envs * args.num_steps > 2**24:  # what a rollout's memory can hold
-        fail(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24 steps")
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
         print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
@@ -402,8 +436,7 @@ def set_up(args):
         args.compile = False
         why = str(error).strip().splitlines()[0]
         print(f"{SCRIPT}: warning: --compile cannot work here, so eager: {why}", file=sys.stderr)
-    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
-    return device, args.run_dir or f"runs/{run_name}"
+    return device, run_dir
 
 
 def needs_flattening(space, env_id):
@@ -496,8 +529,13 @@ class Log:
         self.ended_episodes = []  # those of the rollout under way, logged at its update
         self.entropy = np.nan  # the last update's, for the progress line
         self.purge_step = None  # where TensorBoard's curves go on (a resumed run: after it)
-        self.interrupted = False
-        self.stopped_by = "Ctrl-C"  # what interrupts it: long_runs.py adds SIGTERM
+        self.interrupted = None  # what stopped training: "SIGINT" (Ctrl-C), or "SIGTERM"
+        if args.load_model:  # before any run folder is made
+            try:  # what --save-model wrote, or a checkpoint's "agent"; as data, never code
+                saved = torch.load(args.load_model, "cpu", weights_only=True)
+                agent.load_state_dict(saved.get("agent", saved))
+            except Exception:  # missing; objects or code (never run); another Agent's weights
+                fail(f"cannot load --load-model {args.load_model}: missing, or not this env's")
 
     def __enter__(self):
         """The run's TensorBoard; the progress line's clock."""
@@ -507,7 +545,7 @@ class Log:
             fail(f"cannot write TensorBoard's files to {self.run_dir}: {error}")
         table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
         self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table, self.global_step)
-        print(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, logging to {self.run_dir}")
+        say(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, logging to {self.run_dir}")
         self.start_time = time.time()
         self.start_step = self.global_step
         self.last_print = self.start_time
@@ -516,22 +554,15 @@ class Log:
 
     def __exit__(self, kind, error, traceback):
         """Ctrl-C stops training cleanly (True: it goes no further); other errors go on up."""
-        torch.set_num_threads(BEFORE["threads"])  # torch's settings, as set_up() found them
-        torch.backends.cudnn.deterministic = BEFORE["deterministic"]
-        self.interrupted = kind is KeyboardInterrupt
-        if kind is not None and not self.interrupted:
+        if kind is KeyboardInterrupt:  # long_runs.py's SIGTERM has said so already
+            self.interrupted = self.interrupted or "SIGINT"
+        elif kind is not None:
             self.writer.close()
-        return self.interrupted
+        return kind is KeyboardInterrupt
 
     def iterations(self, num_iterations):
-        """1 to num_iterations, on from the last update. --load-model: none, its weights in."""
-        if not self.args.load_model:
-            return range(self.iteration + 1, num_iterations + 1)
-        try:  # what --save-model wrote: weights, and statistics where the Agent has them
-            self.agent.load_state_dict(torch.load(self.args.load_model, "cpu", weights_only=True))
-        except Exception:  # missing; objects or code (never run); another Agent's weights
-            fail(f"cannot load --load-model {self.args.load_model}: missing, or not this env's")
-        return range(0)
+        """1 to num_iterations, on from the last update; none for --load-model (evaluation)."""
+        return range(self.iteration + 1, 0 if self.args.load_model else num_iterations + 1)
 
     def episodes(self, global_step, infos):
         """Note which envs ended an episode at this step, and its return and length."""
@@ -566,18 +597,20 @@ class Log:
             recent = np.mean([r for _, r in self.episode_returns[-20:]] or [np.nan])
             left = f"{max(0, self.args.total_timesteps - global_step) / max(sps, 1):4.0f}s left"
             steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5} | {left}"
-            print(f"{steps} | return (last 20 episodes) {recent:6.1f} | entropy {self.entropy:.2f}")
+            say(f"{steps} | return (last 20 episodes) {recent:6.1f} | entropy {self.entropy:.2f}")
 
     def finish(self, global_step):
-        """The end of a run, trained, stopped or loaded: last logs, --save-model, evaluation."""
+        """The end of a run, trained, stopped or loaded: last logs, --save-model, evaluation;
+        what train() returns: agent, episode_returns, sps, global_step, eval_returns, run_dir,
+        and interrupted, None or what stopped training ("SIGINT" for Ctrl-C, or "SIGTERM")."""
         self.envs.close()
         sps = self.sps(global_step)
         self.progress(global_step, end=global_step > 0 and not self.interrupted)
         if self.interrupted:  # what stopped the run, and how to go on
-            print(f"{SCRIPT}: stopped by {self.stopped_by} at step {global_step}; {self.go_on()}")
+            say(f"{SCRIPT}: stopped by {self.interrupted} at step {global_step}; {self.go_on()}")
         if self.args.save_model:
             torch.save(self.agent.state_dict(), f"{self.run_dir}/{Path(SCRIPT).stem}.pt")
-            print(f"saved the weights to {self.run_dir}/{Path(SCRIPT).stem}.pt")
+            say(f"saved the weights to {self.run_dir}/{Path(SCRIPT).stem}.pt")
         episodes = 0 if self.interrupted else self.args.eval_episodes
         eval_env = self.eval_env()
         device = next(self.agent.parameters()).device
@@ -587,12 +620,11 @@ class Log:
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)
         if eval_returns:
             mean, std = np.mean(eval_returns), np.std(eval_returns)
-            print(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
+            say(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
         self.writer.close()
         result = dict(agent=self.agent, episode_returns=self.episode_returns, sps=sps)
-        return result | dict(
-            global_step=global_step, eval_returns=eval_returns, run_dir=self.run_dir
-        )
+        result |= dict(global_step=global_step, eval_returns=eval_returns, run_dir=self.run_dir)
+        return result | dict(interrupted=self.interrupted)
 
     def eval_env(self, render_mode=None):  # long_runs.py films it
         return make_eval_env(self.args.env_id, render_mode)
@@ -627,6 +659,16 @@ def log_episodes(writer, ended_episodes, history):
         writer.add_scalar("charts/episodic_length", length, step)
 
 
+def say(line):
+    """print(line) at once. A reader gone (| head) ends nothing: stdout goes to os.devnull."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def fail(message):
     """Bad input: a ValueError whose message is the one line to print (exit status 2)."""
     raise ValueError(f"{SCRIPT}: error: {' '.join(str(message).split())}")
@@ -652,7 +694,12 @@ def long_runs(args=None):
 
 if __name__ == "__main__":
     try:
-        train(parse_args())
+        result = train(parse_args())
     except (ValueError, FloatingPointError, ChildProcessError) as error:  # one line, no traceback
         print(error, file=sys.stderr)
         sys.exit(2 if isinstance(error, ValueError) else 1)  # 2: bad input; 1: the run failed
+    if result["interrupted"] == "SIGINT":  # end as Ctrl-C ends a program: a shell says 130
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGINT)
