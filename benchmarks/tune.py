@@ -196,6 +196,8 @@ def refused(script, argv):
     try:
         with contextlib.redirect_stderr(err):
             module.parse_args(argv)
+    except ValueError as error:  # from Python, argparse's one line
+        return str(error)
     except SystemExit:
         return err.getvalue().strip().splitlines()[-1]
     return None

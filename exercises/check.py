@@ -1105,8 +1105,11 @@ def train_with(rung, student):
             sys.exit(1)
     install(module, functions)
     try:
-        return module.train(args)
+        result = module.train(args)
     except Exception as error:  # a function of the student's that breaks on train()'s inputs
+        if isinstance(error, ValueError) and str(error).startswith(f"{rung}.py: error: "):
+            print(one_line(error), file=sys.stderr)  # the script's own refusal: its one line
+            sys.exit(2)
         why = one_line(f"{type(error).__name__}: {error}", 200)
         print(
             f"{rung}.py: error: training stopped: {why}; check your functions: "
@@ -1114,6 +1117,9 @@ def train_with(rung, student):
             file=sys.stderr,
         )
         sys.exit(1)
+    if result["interrupted"]:  # Ctrl-C or SIGTERM: the run stopped cleanly, and says so
+        sys.exit(130 if result["interrupted"] == "SIGINT" else 143)
+    return result
 
 
 # ---- in a notebook (exercises.ipynb) -----------------------------------------------------------

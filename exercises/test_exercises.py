@@ -1275,6 +1275,12 @@ def test_an_exercise_file_answers_help_blank_and_stops_a_broken_run_in_one_line(
         "ppo_gae.py: error: training stopped: ValueError: too many values to unpack (expected 2); "
         "check your functions: python exercises/check.py ppo_gae"
     )
+    # The script's own refusal is its line, not the student's functions' fault.
+    (tmp_path / "right").mkdir()
+    right = exercise_copy(tmp_path / "right", rung, exercise_maker.exercise(rung, solved=True))
+    done = cli([str(right), *flags("--env-id Pendulum-v1 --run-dir run2")], tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("ppo_gae.py: error: "), done.stderr
+    assert "check your functions" not in done.stderr and len(done.stderr.splitlines()) == 1
 
 
 EXERCISES_NOTEBOOK = ROOT / "exercises.ipynb"
