@@ -58,7 +58,8 @@ HERE = Path(__file__).resolve().parent
 TIME_LIMIT = 5.0  # seconds a function gets for all its cases
 START_LIMIT = 60.0  # seconds a child gets to start python and torch, before any student code
 MEMORY_LIMIT = 1024  # MiB a student's code may allocate, beyond what python and torch hold
-FILE_LIMIT = 1 << 20  # bytes: a larger .py hand-in is not read (a notebook: 16 times that)
+FILE_LIMIT = 1 << 18  # bytes: a larger .py hand-in is not read (a notebook: 64 times that,
+# outputs included, and as much code as a .py)
 RECEIVED_LIMIT = 1 << 25  # bytes a student's children may send in all (the grader keeps them)
 PROJECT = ("reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous", "long_runs", "cases", "check")
 
@@ -121,14 +122,30 @@ def answer(case, fn):
     forms, changed = [], []
 
     def guarded(*args, **kwargs):
+        # The function gets copies of the case's tensors (which every student's call shares):
+        # what it does to them is seen here, and undone for the next call.
+        args = [x.clone() if isinstance(x, torch.Tensor) else x for x in args]
+        kwargs = {k: x.clone() if isinstance(x, torch.Tensor) else x for k, x in kwargs.items()}
         try:
             named = inspect.signature(fn).bind(*args, **kwargs).arguments.items()
         except (TypeError, ValueError):
             named = [(f"argument {i + 1}", a) for i, a in enumerate(args)]
-        before = [(n, x, x.detach().clone()) for n, x in named if isinstance(x, torch.Tensor)]
+        before = {}
+        modules = []
+        for n, x in named:
+            if isinstance(x, torch.Tensor):
+                before[n] = (x, x.detach().clone())
+            if isinstance(x, torch.nn.Module):  # an Agent, a RunningNorm: its every tensor
+                state = x.state_dict(keep_vars=True)
+                before |= {f"{n}.{k}": (v, v.detach().clone()) for k, v in state.items()}
+                modules.append((n, x))
         result = fn(*args, **kwargs)
-        for n, x, old in before:
-            if x.shape != old.shape or not torch.equal(x.nan_to_num(0.5), old.nan_to_num(0.5)):
+        after = {n: x for n, (x, _) in before.items()}
+        for n, module in modules:
+            after |= {f"{n}.{k}": v for k, v in module.state_dict(keep_vars=True).items()}
+        for n, (_, old) in before.items():
+            x = after.get(n)
+            if not isinstance(x, torch.Tensor) or not same_tensor(x, old):
                 changed.append(n)
         forms.append(form(result))
         return result
@@ -137,11 +154,11 @@ def answer(case, fn):
         with cases.seeded(0):
             value = cases.as_lists(case.call(guarded))
         return "ok", value, forms, changed
-    except Stop:
+    except (Stop, KeyboardInterrupt):  # the grader's, or the teacher's Ctrl-C: not the case's
         raise
     except NotImplementedError:
         return "unwritten", None, forms, changed
-    except BaseException as error:  # SystemExit, KeyboardInterrupt... a failed case, too
+    except BaseException as error:  # SystemExit, GeneratorExit... a failed case, too
         why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         return "raised", one_line(why), forms, changed
 
@@ -203,7 +220,10 @@ def sandbox():
     for folder in folders:
         command += ["--ro-bind", str(folder), str(folder)]
     command += masked(folders)
-    command += ["--proc", "/proc", "--dev", "/dev", "--clearenv", "--setenv", "PATH", "/usr/bin"]
+    if any(HERE.parent.is_relative_to(folder) for folder in folders):  # a venv above the repo
+        command += ["--tmpfs", str(HERE.parent)]
+    command += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]  # no /dev/shm to fill
+    command += ["--clearenv", "--setenv", "PATH", "/usr/bin"]
     command += ["--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -248,16 +268,20 @@ class Session:
         self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
         self.process.stdin.close()
         self.process.stdout.close()
-        self.ask(None, time.monotonic() + START_LIMIT, "ready")
+        try:
+            self.ask(None, time.monotonic() + START_LIMIT, "ready")
+        finally:
+            if self.info is not None:  # bwrap wrote which pid is its sandbox's init by now
+                with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                    os.set_blocking(self.info, False)
+                    self.pid1 = int(json.loads(os.read(self.info, 4096))["child-pid"])
+                os.close(self.info)
 
     def kill(self, why=None):
         self.killed = self.killed or why
-        if self.info is not None:  # bwrap says which pid is its sandbox's init: that one first
-            with contextlib.suppress(OSError, ValueError, KeyError, json.JSONDecodeError):
-                os.set_blocking(self.info, False)
-                self.pid1 = self.pid1 or json.loads(os.read(self.info, 4096))["child-pid"]
-            with contextlib.suppress(OSError, TypeError):
-                os.kill(self.pid1, signal.SIGKILL)  # its PID namespace ends with it
+        if self.pid1 is not None:  # the sandbox's init first: its PID namespace ends with it
+            with contextlib.suppress(OSError):
+                os.kill(self.pid1, signal.SIGKILL)
         with contextlib.suppress(OSError):
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
@@ -269,9 +293,6 @@ class Session:
         code = self.process.wait()
         for end in (self.requests, self.answers):
             end.close()
-        if self.info is not None:
-            os.close(self.info)
-            self.info = None
         return code
 
     def ask(self, message, deadline, *kinds):
@@ -288,8 +309,9 @@ class Session:
             if self.budget[0] < 0:
                 raise ValueError("more than the grader reads")
             reply = runner.loads(data)
-            if not (isinstance(reply, list) and reply and reply[0] in kinds):
-                raise ValueError("an answer of another kind")
+            if not (isinstance(reply, list) and len(reply) >= 2 and reply[0] in kinds):
+                if reply != ["ready"] or kinds != ("ready",):
+                    raise ValueError("an answer of another kind")
             return reply
         except (OSError, EOFError, ValueError, TypeError, RecursionError) as error:
             code = self.close()
@@ -325,14 +347,11 @@ class Remote:
     returns comes back as tensors, numbers and names; what it did to its inputs is done to the
     grader's copies, so the in-place check and a method's effect on its module are seen here."""
 
-    def __init__(self, session, name, deadline, parameters):
+    def __init__(self, session, name, deadline, signature):
         self.session = session
         self.name = name
         self.deadline = deadline
-        named = [p for p in parameters if isinstance(p, str) and p.isidentifier()]
-        if len(set(named)) == len(parameters):
-            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-            self.__signature__ = inspect.Signature([inspect.Parameter(p, kind) for p in named])
+        self.__signature__ = signature  # the script's own: names the inputs a call changed
 
     def __call__(self, *args, **kwargs):
         call = types.SimpleNamespace(leaves=[], owners=[])
@@ -563,12 +582,13 @@ def words(form):
     )
 
 
-FORM = ("changed its input",)  # a line of wrong() that no known mistake explains
+FORM = ("changed its input", "returned ")  # lines of wrong() that no known mistake explains
 
 
 def wrong(case, got, own):
     """What is wrong with the answer got to case, in words (own: the script's), or None."""
     kind, value, forms, changed = got
+    changed = [n for n in changed if n not in own[3]]  # RunningNorm.update's job: its self
     if changed:
         return f"changed its input {', '.join(map(str, changed))} in place (train() uses it again)"
     for given, needed in zip(forms, own[2], strict=False):
@@ -622,9 +642,10 @@ def verdict(rung, name, answers, how):
 def judged(rung, name, answers, how):
     """verdict(), or a failed line where what came back is not what a child sends."""
     try:
-        return verdict(rung, name, answers, how)
+        passed, line = verdict(rung, name, answers, how)
     except Exception:  # noqa: BLE001  (data forged in the child: no answer, then)
         return False, f"✗ {name}: what came back from its process cannot be read"
+    return passed, line if len(line) <= 1000 else line[:997] + "..."
 
 
 def check(rung, name, fn):
@@ -669,7 +690,7 @@ def answers_of(texts, limit, memory, sandboxed):
                         if session is None or session.rung != rung:
                             session = load(session, folder, rung, limit, memory, sandboxed, budget)
                             deadline = min(time.monotonic() + limit, student_deadline)
-                            (why,) = session.ask(["load", session.path], deadline, "loaded")[1:]
+                            why = session.ask(["load", session.path], deadline, "loaded")[1]
                             loads[rung] = None if why is None else one_line(why)
                         if loads[rung] is not None:
                             break
@@ -707,10 +728,10 @@ def load(session, folder, rung, limit, memory, sandboxed, budget):
 
 def grade_function(session, rung, name, deadline):
     """(the answers of NAME in the child to its cases, "done", "missing" or "unwritten")."""
-    how, parameters = session.ask(["find", name], deadline, "found")[1:]
+    how = session.ask(["find", name], deadline, "found")[1]
     if how != "ok":
         return [], "missing" if how == "missing" else "unwritten"
-    fn = Remote(session, name, deadline, parameters if isinstance(parameters, list) else [])
+    fn = Remote(session, name, deadline, inspect.signature(cases.own(rung, name)))
     answers = []
     for case in own_answers(rung, name)[0]:
         try:
@@ -819,6 +840,8 @@ def from_notebook(rung, text):
     except (ValueError, TypeError, KeyError, RecursionError):
         return Unreadable("not a notebook (.ipynb) that can be read")
     sources = ["\n".join(line for line in s.splitlines() if line[:1] not in "%!") for s in sources]
+    if sum(len(source) for source in sources) > FILE_LIMIT:  # what ast.parse reads, bounded
+        return Unreadable(f"its code cells hold over {FILE_LIMIT:,} characters")
     tops = {name.partition(".")[0] for exercise in cases.EXERCISES.values() for name in exercise}
     helpers, solutions = [], []
     for top in dict.fromkeys(name.partition(".")[0] for name in cases.EXERCISES[rung]):
@@ -828,12 +851,13 @@ def from_notebook(rung, text):
         if found:
             solutions.append(kept(sources[found[-1]], tops - {top}))
     for source in sources:
+        lines = source.splitlines()
         with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
             for node in ast.parse(source).body:
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     helpers.append(f"try:\n    {ast.unparse(node)}\nexcept Exception:\n    pass")
                 elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name not in tops:
-                    helpers.append(ast.get_source_segment(source, node))
+                    helpers.append(segment(lines, node))
     return "\n\n\n".join([template(rung), *helpers, *solutions]) + "\n"
 
 
@@ -852,11 +876,19 @@ def kept(source, others):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return source
     keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+    lines = source.splitlines()
     return "\n\n".join(
-        ast.get_source_segment(source, node)
+        segment(lines, node)
         for node in nodes
         if isinstance(node, keep) and getattr(node, "name", None) not in others
     )
+
+
+def segment(lines, node):
+    """The lines of a top-level statement, decorators included (ast.get_source_segment reads
+    the whole cell again for each: slow on a cell of many)."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return "\n".join(lines[first - 1 : node.end_lineno])
 
 
 @cache
@@ -871,15 +903,25 @@ def template(rung):
 def submissions(rung, folder):
     """[(student, path)]: FOLDER/NAME/RUNG.py (for all, FOLDER/NAME/), FOLDER/NAME.py or
     FOLDER/NAME.ipynb; what is none of these but looks handed in, with why it is not read."""
-    found = []
+    found = []  # (student, their entry's name, their file or why it is not read)
     for entry in sorted(Path(folder).iterdir()):
-        if entry.is_symlink():
-            found.append((entry.stem, Unreadable(f"{entry.name}: a symbolic link, not read")))
-        elif entry.is_dir() and (rung == "all" or (entry / f"{rung}.py").exists()):
-            found.append((entry.name, entry if rung == "all" else entry / f"{rung}.py"))
-        elif entry.suffix == ".ipynb" or (rung != "all" and entry.suffix == ".py"):
-            found.append((entry.stem, entry))
-    return found
+        try:
+            if entry.is_symlink():
+                why = Unreadable(f"{entry.name}: a symbolic link, not read")
+                found.append((entry.stem, entry.name, why))
+            elif entry.is_dir() and (rung == "all" or (entry / f"{rung}.py").exists()):
+                found.append(
+                    (entry.name, entry.name, entry if rung == "all" else entry / f"{rung}.py")
+                )
+            elif entry.suffix == ".ipynb" or (rung != "all" and entry.suffix == ".py"):
+                found.append((entry.stem, entry.name, entry))
+        except OSError as error:  # a folder the teacher cannot read, say
+            found.append((entry.name, entry.name, Unreadable(f"{entry.name}: {error.strerror}")))
+    names = [one_line(name, 80) for name, _, _ in found]
+    return [  # one row a student: where two hand-ins show the same name, each its entry's
+        (repr(entry) if names.count(one_line(name, 80)) > 1 else name, path)
+        for name, entry, path in found
+    ]
 
 
 def snapshot(rung, path):
@@ -888,7 +930,7 @@ def snapshot(rung, path):
     if isinstance(path, Unreadable):
         return {r: path for r in (cases.EXERCISES if rung == "all" else [rung])}
     if path.suffix == ".ipynb":
-        notebook = read_hand_in(path, 16 * FILE_LIMIT)
+        notebook = read_hand_in(path, 64 * FILE_LIMIT)
         if isinstance(notebook, Unreadable):
             return {r: notebook for r in (cases.EXERCISES if rung == "all" else [rung])}
         texts = {}
@@ -917,7 +959,12 @@ def grade_student(texts, limit, memory, sandboxed):
     in a folder of its own that holds their files alone."""
     key = (lambda r, name: f"{r}.{name}") if len(texts) > 1 else (lambda r, name: name)
     readable = {r: text for r, text in texts.items() if not isinstance(text, Unreadable)}
-    loads, results = answers_of(readable, limit, memory, sandboxed) if readable else ({}, {})
+    try:
+        loads, results = answers_of(readable, limit, memory, sandboxed) if readable else ({}, {})
+    except Exception as error:  # noqa: BLE001  (whatever happened, this student's row says it)
+        why = Unreadable(f"the grader could not grade it: {type(error).__name__}: {error}")
+        texts = {r: why for r in texts}
+        loads, results = {}, {}
     rows = []
     for r, text in texts.items():
         why = text if isinstance(text, Unreadable) else loads.get(r) and f"cannot load: {loads[r]}"
@@ -972,6 +1019,9 @@ def grade_folder(rung, folder, csv_path, limit, memory, trusted):
                 for student, passed, results in rows:
                     lines = [cell(line) for *_, line in results]
                     writer.writerow([cell(student), passed, len(results), *lines])
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(file.name, 0o666 & ~umask)  # as open() would make it
             os.replace(file.name, csv_path)  # whole, at once, from this process's results
         except OSError as error:
             fail(f"cannot write {csv_path}: {error}")

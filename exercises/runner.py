@@ -329,11 +329,12 @@ def main():
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     torch.set_num_threads(1)
-    if memory > 0:  # bytes the student's code may add to what python and torch hold now
+    if memory > 0:  # bytes the student's code may add to what python and torch hold now:
+        # all its address space (RLIMIT_AS), shared mappings included, not its data alone
         with open("/proc/self/status") as status:
-            (line,) = [line for line in status if line.startswith("VmData:")]
+            (line,) = [line for line in status if line.startswith("VmSize:")]
         used = int(line.split()[1]) * 1024
-        resource.setrlimit(resource.RLIMIT_DATA, (used + memory, used + memory))
+        resource.setrlimit(resource.RLIMIT_AS, (used + memory, used + memory))
     resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))  # a loop in C ends too
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     child = Child()

@@ -1938,7 +1938,7 @@ def test_what_the_teacher_reads_is_the_graders_one_row_a_student(tmp_path):
     (folder / "link.py").symlink_to(folder / "ada.py")
     os.mkfifo(folder / "pipe.py")
     (folder / "big.py").write_text(solved + "#" * (2 << 20))
-    (folder / "deep.py").write_text("x = 1" + " + 1" * 200_000 + "\n")
+    (folder / "deep.py").write_text("x = 1" + " + 1" * 60_000 + "\n")
     argv = ["ppo_gae", "--folder", str(folder), "--csv", str(table)]
     done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
     assert done.returncode == 1 and done.stderr == "", done.stderr
@@ -1975,7 +1975,7 @@ def test_what_the_teacher_reads_is_the_graders_one_row_a_student(tmp_path):
     assert by_name["fay"][4].endswith("raised ValueError: \\x1b[2K\\r✓ value_loss: 8 cases passed")
     assert by_name["link"][3] == "✗ compute_gae: link.py: a symbolic link, not read"
     assert by_name["pipe"][3].endswith("pipe.py: not a regular file")
-    assert "over 1,048,576" in by_name["big"][3]
+    assert "over 262,144" in by_name["big"][3]
     assert "RecursionError" in by_name["deep"][3]
 
 
@@ -2122,3 +2122,106 @@ def test_make_writes_a_missing_file_but_never_over_a_students_work_without_force
     forced = make("--force")
     assert forced.returncode == 0 and forced.stdout + forced.stderr == "", forced.stderr
     assert {path: path.read_text() for path in made} == made
+
+
+# What a second class tried (issue 64's attack review): each ends as a ✗ or a row of its own.
+SHARED_INPUT = "    advantages.fill_(0.5)\n    return new_logprobs.sum() * 0\n"
+AGENT_STATE = (
+    "        self.obs_norm.update(x)\n"
+    "        mean = self.actor_mean(x)\n"
+    "        dist = Normal(mean, self.actor_logstd.exp().expand_as(mean))\n"
+    "        action = dist.sample() if action is None else action\n"
+    "        logp, entropy = dist.log_prob(action).sum(-1), dist.entropy().sum(-1)\n"
+    "        return action, logp, entropy, self.critic(x)\n"
+)
+FORGED_REPLY = """import sys
+runner = sys.modules["__main__"]
+real = runner.dumps
+runner.dumps = lambda message: real(["found"] if message[:1] == ["found"] else message)
+"""
+HIDDEN_NAMES = """    import inspect
+    compute_gae.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"p{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(7)]
+    )
+    advantages = rewards + gamma * (1 - terminated) * next_values - values
+    return advantages, values.add_(advantages)
+"""
+FLOOD = "    x = []\n    for _ in range(200_000):\n        x.append([[]])\n    return x, x\n"
+
+
+@needs_sandbox
+def test_a_second_class_changes_nothing_but_its_own_rows(tmp_path):
+    """A student who changes a case's shared input, one who updates the Agent's statistics
+    inside get_action_and_value, one who forges the runner's reply, one who hides the names of
+    its arguments, one who returns 4 MB of nested lists, and two hand-ins that print alike:
+    each its own row, right about them, and the right files right."""
+    import subprocess
+
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    solved = exercise_maker.exercise("ppo", solved=True)
+    (folder / "aaron.py").write_text(wrong_file("ppo", "ppo_loss", SHARED_INPUT))
+    (folder / "ada.py").write_text(solved)
+    (folder / "ada .py").write_text(exercise_maker.exercise("ppo"))
+    (folder / "bea.py").write_text(solved)
+    done = cli([str(ROOT / "exercises" / "check.py"), "ppo", "--folder", str(folder)], tmp_path)
+    assert done.stderr == "" and done.stdout.splitlines()[1:] == [
+        "aaron      1 of 2      ✗ ppo_loss",
+        "'ada .py'  0 of 2      · ppo_loss, · value_loss",
+        "'ada.py'   2 of 2",
+        "bea        2 of 2",
+    ], done.stdout
+    checks = [
+        ("ppo_continuous", wrong_file("ppo_continuous", "Agent.get_action_and_value", AGENT_STATE)),
+        ("ppo_gae", FORGED_REPLY + exercise_maker.exercise("ppo_gae", solved=True)),
+        ("ppo_gae", wrong_file("ppo_gae", "compute_gae", HIDDEN_NAMES)),
+        ("ppo_gae", wrong_file("ppo_gae", "compute_gae", FLOOD)),
+    ]
+    says = [
+        "changed its input self.obs_norm.mean, self.obs_norm.var, self.obs_norm.count in place",
+        "sent what the grader cannot read",
+        "changed its input values in place (train() uses it again)",
+        "...",
+    ]
+    for (rung, text), end in zip(checks, says, strict=True):
+        path = tmp_path / rung / f"{rung}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(
+            text.replace("import os\n", "import os\nfrom torch.distributions import Normal\n", 1)
+        )
+        argv = [sys.executable, str(ROOT / "exercises" / "check.py"), rung, "--file", str(path)]
+        got = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        line = next(line for line in got.stdout.splitlines() if line.startswith("✗"))
+        assert got.returncode == 1 and end in line and len(line) <= 1000, line[:300]
+        assert got.stdout.splitlines()[-1].endswith("functions passed")
+
+
+@needs_sandbox
+def test_a_notebook_of_many_functions_or_a_shared_mapping_costs_the_grader_nothing(tmp_path):
+    """A notebook cell of 30,000 small functions is refused at once, not parsed for minutes;
+    memory shared or mapped counts against the limit."""
+    import json as jsonlib
+
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    cell = {
+        "cell_type": "code",
+        "metadata": {},
+        "source": [f"def h{i}(): 0\n" for i in range(30_000)],
+    }
+    notebook = jsonlib.loads(EXERCISES_NOTEBOOK.read_text())
+    notebook["cells"].append(cell)
+    (folder / "mallory.ipynb").write_text(jsonlib.dumps(notebook))
+    mapped = (
+        "    import mmap\n    m = mmap.mmap(-1, 2 << 30, flags=mmap.MAP_SHARED)\n"
+        "    for i in range(0, 2 << 30, 1 << 20):\n        m[i] = 1\n    return rewards, rewards\n"
+    )
+    (folder / "shared.py").write_text(wrong_file("ppo_gae", "compute_gae", mapped))
+    started = time.monotonic()
+    argv = ["ppo_gae", "--folder", str(folder), "--memory-limit", "256"]
+    done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
+    assert time.monotonic() - started < 60 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "mallory  0 of 2      ✗ compute_gae, ✗ value_loss",
+        "shared   1 of 2      ✗ compute_gae",
+    ]
