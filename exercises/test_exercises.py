@@ -1162,10 +1162,10 @@ def test_a_function_that_never_returns_fails_its_time_limit_and_the_grader_goes_
     path = tmp_path / "reinforce.py"
     path.write_text(with_function("reinforce", "discounted_returns", source))
     started = time.monotonic()
-    code, lines = grade("reinforce", path, capsys, "--time-limit", "0.5")
-    assert time.monotonic() - started < 10 and code == 1, lines
+    code, lines = grade("reinforce", path, capsys, "--time-limit", "2")
+    assert time.monotonic() - started < 30 and code == 1, lines
     assert lines[0] == (
-        "✗ discounted_returns: one env, (T, N) = (3, 1): still running after 0.5 s, the time "
+        "✗ discounted_returns: one env, (T, N) = (3, 1): still running after 2 s, the time "
         "limit (a loop that never ends?)"
     )
     assert lines[1].startswith("✓ reinforce_loss: ") and lines[2] == "1 of 2 functions passed"
@@ -1559,7 +1559,7 @@ CASE_1 = "one env, (T, N) = (3, 1): rewards=[1.0, 2.0, 3.0], dones=[False, False
 CASE_1 += "gamma=0.5, last_value=None"
 GAE_1 = "plain: (advantages, returns), one env: "
 TIMED_OUT = (
-    "one env, (T, N) = (3, 1): still running after 1 s, the time limit (a loop that never ends?)"
+    "one env, (T, N) = (3, 1): still running after 2 s, the time limit (a loop that never ends?)"
 )
 WHY = {  # (rung, name, its body, or code before the file) -> the start and end of its ✗ line
     "no return": (
@@ -1669,7 +1669,7 @@ def test_every_failure_is_a_line_and_the_other_functions_are_still_graded(why, t
     path = tmp_path / f"{rung}.py"
     path.write_text(wrong_file(rung, name, body))
     started = time.monotonic()
-    code, lines = grade(rung, path, capsys, "--time-limit", "1")
+    code, lines = grade(rung, path, capsys, "--time-limit", "2")
     assert time.monotonic() - started < 60 and code == 1, lines
     (failed,) = [line for line in lines[:-1] if not line.startswith("✓")]  # the others pass
     assert failed.startswith(f"✗ {name}: ") and failed.endswith(says), failed
@@ -1879,7 +1879,7 @@ DEEP_WRITE = """    import struct
     "body, says",
     [
         (KEEP_ALIVE, "sent what the grader cannot read"),
-        ("    time.sleep(600)\n", "still running after 1 s, the time limit"),
+        ("    time.sleep(600)\n", "still running after 2 s, the time limit"),
         (DEEP_WRITE, "sent what the grader cannot read"),
         (DEEP_WRITE.replace('b"[" * 100_000 + b"]" * 100_000', 'b" " * (5 << 20)'), "cannot read"),
         ("    x = []\n    for _ in range(5000):\n        x = [x]\n    return x\n", "returned a "),
@@ -1900,7 +1900,7 @@ def test_a_function_ends_on_the_graders_clock_whatever_its_child_sends(
     source = wrong_file("reinforce", "discounted_returns", body)
     path.write_text(source.replace("import os\n", "import os\nimport torch\n", 1))
     started = time.monotonic()
-    code, lines = grade("reinforce", path, capsys, "--time-limit", "1")
+    code, lines = grade("reinforce", path, capsys, "--time-limit", "2")
     assert time.monotonic() - started < 30 and code == 1, lines
     assert (
         lines[0].startswith("✗ discounted_returns: one env, (T, N) = (3, 1): ")
