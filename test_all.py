@@ -1219,6 +1219,19 @@ def cli(args, cwd):
 
 
 @by_name(SCRIPTS)
+def test_help_marks_the_flags_that_need_long_runs(script, capsys):
+    with pytest.raises(SystemExit):
+        script.module.parse_args(["--help"])
+    before, _, after = capsys.readouterr().out.partition(
+        "long runs: need long_runs.py beside the script:"
+    )
+    before = before.split("options:")[1]  # not the usage line, which names every flag
+    for flag in ("--capture-video", "--checkpoint-every", "--resume", "--async-envs", "--track"):
+        assert flag in after and f"{flag} " not in before
+    assert "--cuda" in before and "--cuda" not in after
+
+
+@by_name(SCRIPTS)
 def test_help_shows_every_flag_and_default(script, capsys):
     with pytest.raises(SystemExit) as exc:
         script.module.parse_args(["--help"])

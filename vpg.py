@@ -253,7 +253,7 @@ def parse_args(argv=None):
     arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
-    # Long and watched runs: long_runs.py, beside the script, does what these ask
+    arg = parser.add_argument_group("long runs: need long_runs.py beside the script").add_argument
     arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
     arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
