@@ -6,7 +6,7 @@ A script imports this file only when one of these flags asks for it:
     --checkpoint-every N   a checkpoint every N env steps; SIGTERM (Slurm, docker stop) then
                            stops the run as Ctrl-C does, and a stopped run leaves one behind
     --resume RUN_DIR       go on from RUN_DIR/checkpoint.pt, exactly where the run stopped
-    --capture-video        films: a grid of the envs over a rollout, ten times a run (a GIF in
+    --capture-video        films: a grid of the envs over a rollout, about ten a run (a GIF in
                            TensorBoard), and the final evaluation as mp4
     --track                the run in Weights & Biases (flags, TensorBoard scalars, films, code)
     --async-envs           each env in a process of its own
@@ -84,7 +84,7 @@ class LongRun:
         self.filmed_env = self.film_evaluation() if args.capture_video else None
         rollouts = args.total_timesteps // (args.num_envs * args.num_steps)  # reinforce: at most
         self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
-        self.frames = None  # the rollout after every video_every-th (ten a run), filmed
+        self.frames = None  # the rollout after every video_every-th (about ten a run), filmed
         self.fps = envs.metadata.get("render_fps") or 25  # the env's frames a second
         self.film_every = -(-self.fps // 25)  # ceil(fps / 25) steps a frame: 25 a second at most
         self.training = True
