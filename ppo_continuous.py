@@ -187,7 +187,7 @@ def adapted_lr(lr, kl, target_kl, max_lr):
 
 
 def train(args):
-    device, run_dir = set_up(args)  # seeds, device, run folder (threads: set before): below
+    device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
     envs = make_env(args.env_id, args.num_envs, args.gamma, args.async_envs, args.capture_video)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(

@@ -142,7 +142,7 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
 
 
 def train(args):
-    device, run_dir = set_up(args)  # seeds, device, run folder (threads: set before): below
+    device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
     envs = make_env(args.env_id, args.num_envs, device, args.async_envs, args.capture_video)
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)

@@ -113,7 +113,7 @@ def vpg_loss(logprobs, values, returns):
 
 
 def train(args):
-    device, run_dir = set_up(args)  # seeds, device, run folder (threads: set before): below
+    device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
     envs = make_env(args.env_id, args.num_envs, device, args.async_envs, args.capture_video)
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     # One Adam for both networks: a policy step only has gradients in the actor and a
