@@ -12,9 +12,27 @@ A script imports this file only when one of these flags asks for it:
     --async-envs           each env in a process of its own
 
 Each script's Log writes TensorBoard and the progress line. LongRun below extends it method by
-method (the script builds the class LongRun(long_runs.LongRun, Log)), so train() never sees a
-checkpoint, a signal, a film or W&B: it hands the Log its steps, episodes and losses as always.
+method (each script's long_run() says `class LongRun(long_runs.LongRun, Log)`), so train()
+never sees a checkpoint, a signal, a film or W&B: it hands the Log its steps, episodes and losses
+as always.
 Copied alone, a script answers each of these flags in one line naming this file.
+
+What LongRun needs from the script's Log, attribute by attribute:
+    script                 the script's file name, which its lines begin with
+    args                   the run's flags (a Namespace); LongRun reads, never writes, them
+    run_dir                the run's folder, for checkpoint.pt and the evaluation's films
+    agent, optimizer       whose state_dict() a checkpoint keeps
+    envs                   the vector env: its num_envs, metadata, render() for films
+    iteration, global_step of the last update (a resumed run goes on from them)
+    episode_returns        [(step, return), ...] of the run so far, kept and restored
+    purge_step             where TensorBoard's curves go on, read when the writer is made
+    interrupted            what stopped training: None, "SIGINT" or "SIGTERM"
+    writer                 the SummaryWriter, made in __enter__
+and the methods it extends: __init__, __enter__, __exit__, episodes, update, finish, eval_env
+and go_on. The script's LongRun may set, for its Agent and envs:
+    resume_keeps           flags that --resume cannot change (the rollout's shape, by default)
+    statistics()           running statistics beyond the Agent's state_dict (NormalizeReward's
+                           RunningMeanStd, say) that a checkpoint keeps; none by default
 """
 
 import argparse
@@ -31,28 +49,6 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch
-
-
-def checked_args(parser, argv, args):
-    """The flags of a long run, checked. --resume RUN_DIR: its checkpoint's, but those given."""
-    script = parser.prog
-    if args.load_model and (args.resume or args.checkpoint_every):
-        why = "--load-model evaluates a saved model: it takes no --resume or --checkpoint-every"
-        fail(script, why)
-    if not args.resume:
-        return args
-    try:  # data only (weights_only): a file that would run code is refused, its code unrun
-        saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)["args"]
-    except Exception:  # no such folder or file; objects or code; not a checkpoint
-        why = f"{args.resume}/checkpoint.pt is missing or not one {script} wrote"
-        fail(script, f"cannot --resume: {why}")
-    args = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
-    for name in ("env_id", "num_envs", "num_steps", "critic_hidden"):  # the rollout's, the Agent's
-        if getattr(args, name, None) != saved.get(name):
-            flag = f"--{name.replace('_', '-')}"
-            fail(script, f"--resume: {flag} stays {saved[name]}, as in {args.resume}")
-    args.run_dir = args.resume
-    return args
 
 
 def say(line):
@@ -72,9 +68,38 @@ class LongRun:
     """What long and watched runs add to a script's Log: checkpoints and --resume, SIGTERM,
     films, W&B. Each method does its part, then hands on to the Log's own (super())."""
 
+    resume_keeps = ("env_id", "num_envs", "num_steps")  # the rollout's shape
+
+    def statistics(self):  # running statistics a checkpoint keeps beyond the Agent's: none
+        return []
+
+    @classmethod
+    def checked_args(cls, parser, argv, args):
+        """The flags of a long run, checked. --resume RUN_DIR: its checkpoint's, but those given;
+        those in resume_keeps cannot change. A new Namespace: the one given stays as it was."""
+        script = parser.prog
+        if args.load_model and (args.resume or args.checkpoint_every):
+            why = "--load-model evaluates a saved model: it takes no --resume or --checkpoint-every"
+            fail(script, why)
+        if not args.resume:
+            return args
+        try:  # data only (weights_only): a file that would run code is refused, its code unrun
+            saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)["args"]
+        except Exception:  # no such folder or file; objects or code; not a checkpoint
+            why = f"{args.resume}/checkpoint.pt is missing or not one {script} wrote"
+            fail(script, f"cannot --resume: {why}")
+        resumed = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
+        for name in cls.resume_keeps:
+            if getattr(resumed, name, None) != saved.get(name):
+                flag = f"--{name.replace('_', '-')}"
+                fail(script, f"--resume: {flag} stays {saved[name]}, as in {args.resume}")
+        resumed.run_dir = args.resume
+        return resumed
+
     def __init__(self, args, run_dir, agent, optimizer, envs):
         super().__init__(args, run_dir, agent, optimizer, envs)
         self.checkpoint = f"{run_dir}/checkpoint.pt"
+        self.wandb_id = f"{time.time_ns():x}"  # W&B's id of the run, which the checkpoint keeps
         if args.resume:  # weights, optimizer, statistics, counters, RNGs and episodes go on
             self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=True))
             self.purge_step = self.global_step + 1  # TensorBoard drops what came after it
@@ -82,7 +107,7 @@ class LongRun:
         self.snapshot = self.state() if args.checkpoint_every else None
         self.wandb = self.track(args) if args.track else None  # before the writer it syncs
         self.filmed_env = self.film_evaluation() if args.capture_video else None
-        rollouts = args.total_timesteps // (args.num_envs * args.num_steps)  # reinforce: at most
+        rollouts = args.total_timesteps // (args.num_envs * args.num_steps)  # or fewer, longer
         self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
         self.frames = None  # the rollout after every video_every-th (about ten a run), filmed
         self.fps = envs.metadata.get("render_fps") or 25  # the env's frames a second
@@ -177,12 +202,6 @@ class LongRun:
 
     # ---- checkpoints: all a resumed run needs, as data only ----
 
-    def return_rms(self):  # the statistics of NormalizeReward (ppo_continuous.py has one)
-        wrappers = [self.envs]
-        while hasattr(wrappers[-1], "env"):
-            wrappers.append(wrappers[-1].env)
-        return [wrapper.return_rms for wrapper in wrappers if hasattr(wrapper, "return_rms")]
-
     def state(self):
         """All that --resume needs, copied, as of the last update: tensors and plain values."""
         name, keys, *rest = np.random.get_state()  # numpy's MT19937: 624 words, as plain ints
@@ -190,20 +209,22 @@ class LongRun:
         rng += (torch.cuda.get_rng_state_all(),)  # [] without CUDA
         agent = copy.deepcopy(self.agent.state_dict())
         optimizer = copy.deepcopy(self.optimizer.state_dict())
-        rms = [torch.from_numpy(np.array([r.mean, r.var, r.count])) for r in self.return_rms()]
-        state = dict(agent=agent, optimizer=optimizer, return_rms=rms, rng=rng)
+        rms = [torch.from_numpy(np.array([r.mean, r.var, r.count])) for r in self.statistics()]
+        state = dict(agent=agent, optimizer=optimizer, statistics=rms, rng=rng)
         state |= dict(iteration=self.iteration, global_step=self.global_step)
-        return state | dict(episode_returns=list(self.episode_returns), args=dict(vars(self.args)))
+        state |= dict(episode_returns=list(self.episode_returns), wandb_id=self.wandb_id)
+        return state | dict(args=dict(vars(self.args)))
 
     def restore(self, checkpoint):
         """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
         self.agent.load_state_dict(checkpoint["agent"])
         self.optimizer.load_state_dict(checkpoint["optimizer"])
-        for rms, statistics in zip(self.return_rms(), checkpoint["return_rms"], strict=True):
+        for rms, statistics in zip(self.statistics(), checkpoint["statistics"], strict=True):
             rms.mean, rms.var, rms.count = statistics.tolist()  # float64, as they were
         self.iteration = checkpoint["iteration"]
         self.global_step = checkpoint["global_step"]
         self.episode_returns = checkpoint["episode_returns"]
+        self.wandb_id = checkpoint["wandb_id"]  # W&B goes on with the same run
         setters = random.setstate, np.random.set_state, torch.set_rng_state
         setters += (torch.cuda.set_rng_state_all,)  # none without CUDA
         for set_state, rng in zip(setters, checkpoint["rng"], strict=True):
@@ -237,9 +258,8 @@ class LongRun:
         self.writer.file_writer.add_summary(summary, step)
 
     def track(self, args):
-        """--track: W&B syncs TensorBoard, with flags and code; its id is kept for --resume."""
-        args.wandb_id = getattr(args, "wandb_id", None) or f"{time.time_ns():x}"
-        where = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=args.wandb_id)
+        """--track: W&B syncs TensorBoard, with flags and code; the checkpoint keeps its id."""
+        where = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=self.wandb_id)
         how = dict(name=Path(self.run_dir).name, config=vars(args), save_code=True, resume="allow")
         try:  # WANDB_MODE=offline needs no account
             return importlib.import_module("wandb").init(**where, **how, sync_tensorboard=True)

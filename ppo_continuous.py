@@ -188,7 +188,7 @@ def adapted_lr(lr, kl, target_kl, max_lr):
 
 def train(args):
     device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
-    envs = make_env(args.env_id, args.num_envs, args.gamma, args.async_envs, args.capture_video)
+    envs = make_env(args)  # --num-envs copies of --env-id, below
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(
         obs_dim, action_dim, log_std_init=args.log_std_init, critic_hidden=args.critic_hidden
@@ -213,7 +213,8 @@ def train(args):
         return loss, policy_loss, v_loss, entropy, newlogprobs.detach(), grad_norm
 
     # --compile: gradients() as one compiled program, its backward pass too (docs/results.md)
-    gradients = torch.compile(gradients, dynamic=True) if args.compile else gradients
+    if args.compile and compiles(device):
+        gradients = torch.compile(gradients, dynamic=True)
 
     # Rollout storage, time-major: (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
@@ -227,6 +228,10 @@ def train(args):
     valid = torch.zeros(shape, dtype=torch.bool, device=device)
 
     log = start_log(args, run_dir, agent, optimizer, envs)  # TensorBoard and progress, below
+    if args.load_model:  # evaluate saved weights (--save-model's) instead of training
+        load_weights(agent, args.load_model)
+        with log:
+            return log.finish(global_step=0)
     global_step = log.global_step  # env steps taken so far
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     action_low = torch.as_tensor(envs.single_action_space.low, device=device)
@@ -326,22 +331,31 @@ LONG_RUN_FLAGS = ("capture_video", "checkpoint_every", "resume", "async_envs", "
 
 
 def library_safe(train):
-    """train() with its flags checked, and the run's torch threads and cuDNN flag until it ends."""
+    """train() with its flags checked, and torch's threads and determinism for the run only."""
     import functools  # here, as os and signal below: the lesson's imports are the lesson's
+    import os
 
     @functools.wraps(train)  # its name, docstring and source stay the lesson's
     def checked_train(args):
         parse_args(args)
         threads = torch.get_num_threads()
-        deterministic = torch.backends.cudnn.deterministic
+        deterministic = torch.are_deterministic_algorithms_enabled()
+        warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+        cublas = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
         try:  # set before the Agent's init, whose weights depend on the threads
-            torch.backends.cudnn.deterministic = args.torch_deterministic
             # One thread is fastest for small batches; 2 cores, for 32,768 steps (benchmarks)
             torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
+            # --torch-deterministic: torch's deterministic kernels, a warning where it has none;
+            # a GPU's cuBLAS is deterministic with this workspace, read at its first matmul
+            torch.use_deterministic_algorithms(args.torch_deterministic, warn_only=True)
+            if args.torch_deterministic and cublas is None:
+                os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
             return train(args)
         finally:
             torch.set_num_threads(threads)
-            torch.backends.cudnn.deterministic = deterministic
+            torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+            if cublas is None:
+                os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
 
     return checked_train
 
@@ -350,10 +364,8 @@ train = library_safe(train)
 
 
 def parse_args(argv=None):
-    """The flags in argv, or a Namespace's (train() checks its own so), else on the command line,
-    unless a notebook's kernel owns that. Bad ones from Python: a ValueError, argparse's line."""
-    if argv is None and "ipykernel" in sys.modules and Path(sys.argv[0]).name != SCRIPT:
-        argv = []
+    """The flags in argv (a list, or train()'s Namespace, checked), else on the command line.
+    Bad ones from Python (a notebook too: give a list): a ValueError holding argparse's line."""
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
     if argv is not None:  # from Python: not argparse's usage and SystemExit
@@ -362,7 +374,7 @@ def parse_args(argv=None):
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
     arg("--compile", action="store_true", help="torch.compile the update; pays from ~250k steps")
-    arg("--torch-deterministic", action=on_off, default=True, help="deterministic cuDNN")
+    arg("--torch-deterministic", action=on_off, default=True, help="torch's deterministic kernels")
     arg("--save-model", action="store_true", help="save the weights in the run directory")
     arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
@@ -376,15 +388,16 @@ def parse_args(argv=None):
     arg("--track", action="store_true", help="send the run to Weights & Biases (needs wandb)")
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
     arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
-    if not isinstance(argv, argparse.Namespace):
-        args = parser.parse_args(argv)
-        if any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
-            args = long_runs(args).checked_args(parser, argv, args)  # --resume: the saved flags
-    else:  # train()'s, maybe built by hand: argparse checks a default given as text as a flag
+    namespace = isinstance(argv, argparse.Namespace)  # train()'s, maybe built by hand
+    if namespace:  # argparse checks a default given as text as it checks a flag
         parser.set_defaults(**{k: str(v) for k, v in vars(argv).items() if v is not None})
         parser.parse_args([])
-        args = argv
-    if args.num_envs * args.num_steps > 2**24:  # what a rollout's memory can hold
+    args = argv if namespace else parser.parse_args(argv)
+    if any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
+        LongRun = long_run(args)  # long_runs.py's, or one line naming that file
+        if not namespace:  # --resume: the checkpoint's flags, but those given
+            args = LongRun.checked_args(parser, argv, args)
+    if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
     if args.lr_target_kl is not None and args.anneal_lr:
         parser.error("--lr-target-kl sets the learning rate itself: add --no-anneal-lr")
@@ -429,14 +442,20 @@ def set_up(args):
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     if args.cuda and device.type == "cpu":
         print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
-    try:  # --compile needs a backend and a C++ compiler (on a GPU, Triton): a tiny compile first
-        if args.compile:
-            torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
+    return device, run_dir
+
+
+def compiles(device):
+    """Whether torch.compile works here (a backend, a C++ compiler; on a GPU, Triton): a tiny
+    compile, then one warning line, not a traceback at the first update. It costs a --compile
+    run nothing it can see: 7.8-9.9 s with it, 7.7-11.4 s without (ppo_gae.py, 1,024 steps)."""
+    try:
+        torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
+        return True
     except Exception as error:  # the run goes on eager, as --cuda does on the CPU
-        args.compile = False
         why = str(error).strip().splitlines()[0]
         print(f"{SCRIPT}: warning: --compile cannot work here, so eager: {why}", file=sys.stderr)
-    return device, run_dir
+        return False
 
 
 def needs_flattening(space, env_id):
@@ -463,13 +482,17 @@ def find_spec(env_id):  # for gymnasium's "module:EnvId", importing module regis
     return gym.spec(env_id.split(":")[-1])
 
 
-def make_env(env_id, num_envs, gamma, processes=False, video=False):
-    """Envs stepped together. Gymnasium 1.x resets one on the step AFTER its episode ends."""
+def make_env(args):
+    """The flags' envs, stepped together. Gymnasium 1.x resets one on the step AFTER its end."""
+    env_id = args.env_id
     try:
-        kwargs = dict(num_envs=num_envs, render_mode="rgb_array" if video else None)  # to film
+        render_mode = "rgb_array" if args.capture_video else None  # to film
+        kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
         kwargs["max_episode_steps"] = find_spec(env_id).max_episode_steps or 1000  # if none: cut
-        if processes:  # --async-envs
-            envs = long_runs().EnvProcesses(env_id, kwargs, SCRIPT)
+        if args.async_envs:  # each env in a process of its own
+            from long_runs import EnvProcesses
+
+            envs = EnvProcesses(env_id, kwargs, SCRIPT)
         else:
             envs = gym.make_vec(env_id, **kwargs)
     except Exception as error:  # unknown id or module, no MuJoCo, a MUJOCO_GL that fails
@@ -480,7 +503,7 @@ def make_env(env_id, num_envs, gamma, processes=False, video=False):
         kind = f"{envs.single_action_space} actions; {SCRIPT} needs Box ones"
         fail(f"{env_id} has {kind}: use ppo_gae.py for Discrete actions")
     envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)  # raw returns, before scaling
-    envs = gym.wrappers.vector.NormalizeReward(envs, gamma=gamma)  # r / std(return)
+    envs = gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma)  # r / std(return)
     envs = gym.wrappers.vector.ClipReward(envs, -10.0, 10.0)
     return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
 
@@ -530,12 +553,6 @@ class Log:
         self.entropy = np.nan  # the last update's, for the progress line
         self.purge_step = None  # where TensorBoard's curves go on (a resumed run: after it)
         self.interrupted = None  # what stopped training: "SIGINT" (Ctrl-C), or "SIGTERM"
-        if args.load_model:  # before any run folder is made
-            try:  # what --save-model wrote, or a checkpoint's "agent"; as data, never code
-                saved = torch.load(args.load_model, "cpu", weights_only=True)
-                agent.load_state_dict(saved.get("agent", saved))
-            except Exception:  # missing; objects or code (never run); another Agent's weights
-                fail(f"cannot load --load-model {args.load_model}: missing, or not this env's")
 
     def __enter__(self):
         """The run's TensorBoard; the progress line's clock."""
@@ -561,8 +578,8 @@ class Log:
         return kind is KeyboardInterrupt
 
     def iterations(self, num_iterations):
-        """1 to num_iterations, on from the last update; none for --load-model (evaluation)."""
-        return range(self.iteration + 1, 0 if self.args.load_model else num_iterations + 1)
+        """1 to num_iterations, on from the last update (long_runs.py: the checkpoint's)."""
+        return range(self.iteration + 1, num_iterations + 1)
 
     def episodes(self, global_step, infos):
         """Note which envs ended an episode at this step, and its return and length."""
@@ -634,11 +651,41 @@ class Log:
 
 
 def start_log(args, run_dir, agent, optimizer, envs):
-    """A Log; with a flag of long or watched runs, long_runs.py's LongRun, which extends it."""
+    """A Log; with a flag of long or watched runs, a LongRun, which extends it."""
     if not any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
         return Log(args, run_dir, agent, optimizer, envs)
-    LongRun = type("LongRun", (long_runs().LongRun, Log), {})  # its methods first, then Log's
-    return LongRun(args, run_dir, agent, optimizer, envs)
+    return long_run(args)(args, run_dir, agent, optimizer, envs)
+
+
+def long_run(args):
+    """The class of a long or watched run: long_runs.py's LongRun, whose methods come before
+    and hand on to Log's. long_runs.py is imported here, and only for a flag that needs it."""
+    try:
+        import long_runs
+    except ModuleNotFoundError as error:  # a script copied alone: one line naming the file
+        if error.name != "long_runs":
+            raise
+        given = [f"--{flag.replace('_', '-')}" for flag in LONG_RUN_FLAGS if getattr(args, flag)]
+        fail(f"{' '.join(given)} needs long_runs.py: put it beside {SCRIPT}, from its repository")
+
+    class LongRun(long_runs.LongRun, Log):
+        """A Log that also checkpoints, goes on from a checkpoint, films and syncs to W&B."""
+
+        resume_keeps = ("env_id", "num_envs", "num_steps", "critic_hidden")  # the critic's too
+
+        def statistics(self):  # NormalizeReward's, of the return: a checkpoint keeps them too
+            return [self.envs.env.env.return_rms]
+
+    return LongRun
+
+
+def load_weights(agent, path):
+    """--load-model: what --save-model wrote, or a checkpoint's "agent"; as data, never code."""
+    try:
+        saved = torch.load(path, "cpu", weights_only=True)
+        agent.load_state_dict(saved.get("agent", saved))
+    except Exception:  # missing; objects or code (never run); another Agent's weights
+        fail(f"cannot load --load-model {path}: missing, or not this env's")
 
 
 def log_episodes(writer, ended_episodes, history):
@@ -649,7 +696,7 @@ def log_episodes(writer, ended_episodes, history):
     lengths = torch.stack([torch.as_tensor(e["l"]) for e in episodes]).cpu()[ended].tolist()
     steps = torch.tensor(steps)[:, None].expand_as(ended)[ended].tolist()
     history.extend(zip(steps, returns, strict=True))  # every (step, return), for the caller
-    if len(returns) > 256:  # one point, their mean, at the last step
+    if len(returns) > 256:  # their mean at the last step: 8,192 take 0.66 s apart, 0.06 s so
         writer.add_scalar("charts/episodes", len(returns), steps[-1])
         steps = [steps[-1]]
         returns = [np.mean(returns)]
@@ -679,17 +726,6 @@ def check_finite(loss, iteration):
     if not torch.isfinite(loss):
         message = f"loss is {loss.item()} at iteration {iteration}; try a smaller --learning-rate"
         raise FloatingPointError(f"{SCRIPT}: error: {message}")
-
-
-def long_runs(args=None):
-    """long_runs.py, beside the script: checkpoints, --resume, films, W&B, env processes."""
-    try:
-        return importlib.import_module("long_runs")
-    except ModuleNotFoundError as error:
-        if error.name != "long_runs":
-            raise
-        given = [f"--{flag.replace('_', '-')}" for flag in LONG_RUN_FLAGS if getattr(args, flag)]
-        fail(f"{' '.join(given)} needs long_runs.py: put it beside {SCRIPT}, from its repository")
 
 
 if __name__ == "__main__":

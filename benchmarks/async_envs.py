@@ -38,7 +38,9 @@ def parse_args(argv=None):
 
 def raw_rate(env_id, num_envs, processes, steps):
     """Env steps per second with random actions, through the scripts' own make_env."""
-    envs = ppo_continuous.make_env(env_id, num_envs, 0.99, processes)
+    argv = ["--env-id", env_id, "--num-envs", str(num_envs), "--gamma", "0.99"]
+    argv += ["--async-envs"] if processes else []
+    envs = ppo_continuous.make_env(ppo_continuous.parse_args(argv))
     envs.reset(seed=1)
     low = torch.as_tensor(envs.single_action_space.low)
     high = torch.as_tensor(envs.single_action_space.high)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Tests of the benchmark tools (benchmarks/); the helpers they share come from test_all.py.
+"""Tests of the benchmark tools (benchmarks/); what the test files share is in conftest.py.
 
 Run: python -m pytest -q benchmarks/test_benchmarks.py
 
@@ -22,7 +22,10 @@ import numpy as np
 import pytest
 import torch
 
-from test_all import ROOT, flags, ppo, reinforce, vpg
+import ppo
+import reinforce
+import vpg
+from conftest import ROOT, flags
 
 # ----------------------------------------------------------------------------------------------
 # 1. benchmarks/tune.py: Optuna over subprocess runs, on a journal file or a real PostgreSQL

@@ -13,6 +13,7 @@ Run: python -m pytest -q docs/test_docs.py
      importable, and packages nothing else.
 """
 
+import ast
 import importlib
 import json
 import os
@@ -26,7 +27,7 @@ import zipfile
 
 import pytest
 
-from test_all import ROOT, notebook_problems
+from conftest import ROOT, notebook_problems
 
 # ----------------------------------------------------------------------------------------------
 # 1. The docs: every relative link resolves, every results folder is cited; format and lint
@@ -160,6 +161,19 @@ def test_ruff_format_and_lint_pass(argv):
         [sys.executable, "-m", "ruff", *argv], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_test_file_imports_another_and_conftest_holds_what_they_share():
+    # A newcomer opens one test file and finds its helpers there or in conftest.py, which pytest
+    # loads first; importing another test file would run its module-level set-up too.
+    files = [ROOT / "test_all.py", *sorted(ROOT.glob("*/test_*.py"))]
+    assert len(files) == 4
+    for path in files:
+        tree = ast.parse(path.read_text())
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not [name for name in names if name.split(".")[-1].startswith("test_")], path
+        assert "conftest" in names, path
 
 
 def test_no_link_points_at_a_placeholder():

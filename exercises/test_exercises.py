@@ -21,22 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+import cases as exercise_cases  # exercises/cases.py: the hand-worked case table
 import numpy as np
 import pytest
 import torch
 
-from test_all import (  # test_all.py puts the repository and exercises/ on sys.path
-    GAE_CASES,
-    PPO_GRAD,
-    ROOT,
-    VL_CASES,
-    beside_python,
-    cli,
-    exercise_cases,
-    flags,
-    notebook_problems,
-    ppo_gae,
-)
+import ppo_gae
+from conftest import ROOT, beside_python, cli, flags, notebook_problems  # on the path: conftest
 
 sys.path.insert(0, str(ROOT / "exercises"))
 import check as grader  # noqa: E402  (exercises/check.py)
@@ -93,10 +84,29 @@ def test_the_scripts_pass_every_check_and_blanks_are_not_written_yet(rung, tmp_p
     ]
 
 
-def test_the_case_table_is_the_one_the_tests_use():
-    # test_all.py's section 1 numbers come from exercises/cases.py: the same objects, not copies.
-    assert PPO_GRAD.tolist() == pytest.approx(exercise_cases.PPO_GRAD)
-    assert GAE_CASES is exercise_cases.GAE_CASES and VL_CASES is exercise_cases.VL_CASES
+def flat(value):
+    """A case's value as one list of floats, tuples and nested lists unrolled."""
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in flat(v)]
+    return [float(value)]
+
+
+def test_the_graders_hand_cases_are_test_alls_tables_and_the_script_passes_them():
+    # test_all.py's section 1 checks the scripts on GAE_CASES, VL_CASES and PPO_GRAD; the grader
+    # builds its hand cases from the same rows: one case a row, the row's numbers expected, and
+    # the script's own function gives them.
+    gae = exercise_cases.compute_gae_cases()[:-1]  # the last: two envs side by side
+    vl = exercise_cases.value_loss_cases(clipped=True)[1:]  # the first: the plain MSE
+    ppo_cases = exercise_cases.ppo_loss_cases()
+    rows = exercise_cases.GAE_CASES.values()
+    assert [flat(c.expected[0]) for c in gae] == [row[-1] for row in rows]
+    rows = [row for row in exercise_cases.VL_CASES.values() if row[1] is not None]
+    assert [flat(c.expected) for c in vl] == [flat(row[2]) for row in rows]
+    assert any(flat(c.expected)[-6:] == exercise_cases.PPO_GRAD for c in ppo_cases)
+    for case in [*gae, *vl]:
+        own = ppo_gae.compute_gae if case in gae else ppo_gae.value_loss
+        got = flat(exercise_cases.as_lists(case.call(own)))
+        assert got == pytest.approx(flat(case.expected), rel=1e-5, abs=1e-6), case.label
 
 
 # Wrong versions that students write, as source: each must fail its check, in a line that names
@@ -1329,9 +1339,9 @@ def check_cells_show_one_line_each(nb):
     """Each check cell's output is its verdict line alone: printed, no bare True or False."""
     checks = [c for c in nb.cells if c.source.startswith("notebook_check(")]
     outputs = [[(o.output_type, o.get("text", "")) for o in c.outputs] for c in checks]
-    assert len(checks) == 10 and all(
-        len(out) == 1 and out[0][0] == "stream" and out[0][1].count("\n") == 1 for out in outputs
-    ), outputs
+    odd = [out for out in outputs if len(out) != 1 or out[0][0] != "stream"]
+    odd += [out for out in outputs if out and out[0][1].count("\n") != 1]
+    assert len(checks) == 10 and odd == [], odd
 
 
 def test_exercises_notebook_as_committed_says_what_to_write_first(monkeypatch, tmp_path):
