@@ -1003,16 +1003,33 @@ def test_minibatches_are_never_empty(script, tmp_path, monkeypatch):
     # 1 env, 4 steps of one-step episodes: steps 1 and 3 are resets, so 2 samples reach the update.
     # 4 steps split into --num-minibatches 4, a legal choice; but 2 samples do not, and an empty
     # minibatch has a NaN loss (or no distribution at all). So: 2 minibatches of 1 sample, each
-    # sample once an epoch, in each of the 3 epochs.
+    # sample once an epoch, in each of the 3 epochs: 6 losses and 6 optimizer steps.
+    # Each rollout step's log-prob is tagged -0.25 k (k = 1 to 4, exact in float32), so the old
+    # log-probs that reach ppo_loss name the samples: steps 0 and 2's, -0.25 and -0.75.
     seen = record(monkeypatch, script.module, "ppo_loss", 1)  # (new, old log-probs, A, eps)
     shuffled, randperm = [], torch.randperm
     monkeypatch.setattr(torch, "randperm", lambda n, **kw: shuffled.append(n) or randperm(n, **kw))
+    steps, step = [], torch.optim.Adam.step
+    monkeypatch.setattr(torch.optim.Adam, "step", lambda *a, **k: steps.append(1) or step(*a, **k))
+    act, tags = script.module.Agent.get_action_and_value, []
+
+    def tagged(agent, x, action=None):
+        out = act(agent, x, action)
+        if action is not None:  # the update's call: as it is
+            return out
+        tags.append(-0.25 * (len(tags) + 1))
+        return out[0], torch.full_like(out[1], tags[-1]), *out[2:]
+
+    monkeypatch.setattr(script.module.Agent, "get_action_and_value", tagged)
     argv = flags("--num-envs 1 --num-steps 4 --num-minibatches 4 --total-timesteps 4")
     argv += flags("--update-epochs 3")
     result = run(script, tmp_path, "--env-id", probe_id(script, "OneStep"), *argv)
     assert result["global_step"] == 4 and len(result["episode_returns"]) == 2
+    assert tags == [-0.25, -0.5, -0.75, -1.0]  # the 4 rollout steps
     assert shuffled == [2, 2, 2]  # each epoch: a permutation of the 2 samples ...
-    assert [len(old) for old in seen] == [1] * 6  # ... cut into 2 minibatches of 1
+    assert [len(old) for old in seen] == [1] * 6 and len(steps) == 6  # ... cut into 2 of 1
+    epochs = [sorted(old.item() for old in seen[i : i + 2]) for i in (0, 2, 4)]
+    assert epochs == [[-0.75, -0.25]] * 3  # each sample once an epoch, no reset step
 
 
 @by_name(CONTINUOUS)
@@ -3011,6 +3028,12 @@ def test_a_film_keeps_a_frame_every_film_every_steps_and_thin_lines(script):
 # Any flags, any values: each example runs parse_args and train in a process forked from one
 # that imported the script once; it must exit 0, or 1 or 2 with one line saying what is wrong.
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
+# What sets a run's length is drawn no larger than this (or as a value the script refuses): an
+# accepted run takes under a second, 6 s at the most (64 updates of one step, each filmed and
+# checkpointed, then a filmed 999-step MountainCarContinuous evaluation), so one still going at
+# the deadline is a hang
+FUZZ_CAPS = dict(total_timesteps=64, num_envs=4, num_steps=16, eval_episodes=1, critic_hidden=256)
+FUZZ_CAPS |= dict(update_epochs=4, train_pi_iters=4, train_v_iters=8)
 INT_EDGES = ["0", "1", "-1", "2", "7", "64", "2147483647", "2147483648", "-2147483648"]
 INT_EDGES += ["9223372036854775807", "18446744073709551616", str(10**30), "1e3", "3.5", "nan"]
 INT_EDGES += ["", "x", "0x10", " 5", "1_000", "٣"]
@@ -3098,6 +3121,15 @@ def fuzz_child(path, deadline):
             print(json.dumps([code, printed.read(), time.time() - start]), flush=True)
 
 
+def not_an_int_or_at_most(text, cap):
+    """Whether an int flag given `text` is refused as no int (argparse calls int(text): " 5"
+    and "1_000" are ints) or gets a value no larger than cap."""
+    try:
+        return int(text) <= cap
+    except ValueError:
+        return True
+
+
 def flag_strategies(module):
     """A hypothesis strategy of [flag] or [flag, value] for each of the script's flags."""
     from hypothesis import strategies as st
@@ -3120,8 +3152,10 @@ def flag_strategies(module):
             strategies.append(st.sampled_from(names).map(lambda name: [name]))
             continue
         kind = getattr(action.type, "__name__", "str")
-        if kind == "int":
-            values = st.sampled_from(INT_EDGES) | st.integers(-100, 10_000).map(str)
+        if kind == "int":  # not an int at all, or no larger than its cap in FUZZ_CAPS
+            cap = FUZZ_CAPS.get(action.dest, 10_000)
+            edges = [e for e in INT_EDGES if not_an_int_or_at_most(e, cap)]
+            values = st.sampled_from(edges) | st.integers(-100, cap).map(str)
         elif kind == "float":
             values = st.sampled_from(FLOAT_EDGES) | st.floats().map(repr)
         elif action.dest == "env_id":
@@ -3143,7 +3177,8 @@ def test_any_flags_any_values_exit_0_1_or_2_in_one_line(script):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    # A time-out fails: every run drawn here (derandomized) ends in about 1 s; 20 s is a hang
+    # A time-out fails: with the sizes drawn within FUZZ_CAPS, a run ends within 6 s; one still
+    # going after 20 s is a hang
     source = inspect.getsource(fuzz_child) + f"\nfuzz_child({str(script.path)!r}, 20.0)\n"
     # TORCHDYNAMO_DISABLE: a drawn --compile runs eager, not 10 s of compiling past the deadline
     env = dict(os.environ, WANDB_MODE="disabled", PYTHONPATH=str(ROOT), TORCHDYNAMO_DISABLE="1")

@@ -21,17 +21,16 @@ import sys
 import time
 from pathlib import Path
 
+# exercises/ is on the path (conftest.py puts it there, after the repository)
 import cases as exercise_cases  # exercises/cases.py: the hand-worked case table
+import check as grader  # exercises/check.py
+import make as exercise_maker  # exercises/make.py
 import numpy as np
 import pytest
 import torch
 
 import ppo_gae
-from conftest import ROOT, beside_python, cli, flags, notebook_problems  # on the path: conftest
-
-sys.path.insert(0, str(ROOT / "exercises"))
-import check as grader  # noqa: E402  (exercises/check.py)
-import make as exercise_maker  # noqa: E402  (exercises/make.py)
+from conftest import ROOT, beside_python, cli, flags, notebook_problems
 
 # ----------------------------------------------------------------------------------------------
 # 1. Exercises (exercises/): generated from the scripts, the grader, its planted mistakes
@@ -103,10 +102,11 @@ def test_the_graders_hand_cases_are_test_alls_tables_and_the_script_passes_them(
     rows = [row for row in exercise_cases.VL_CASES.values() if row[1] is not None]
     assert [flat(c.expected) for c in vl] == [flat(row[2]) for row in rows]
     assert any(flat(c.expected)[-6:] == exercise_cases.PPO_GRAD for c in ppo_cases)
-    for case in [*gae, *vl]:
-        own = ppo_gae.compute_gae if case in gae else ppo_gae.value_loss
-        got = flat(exercise_cases.as_lists(case.call(own)))
-        assert got == pytest.approx(flat(case.expected), rel=1e-5, abs=1e-6), case.label
+    functions = (ppo_gae.compute_gae, ppo_gae.value_loss, ppo_gae.ppo_loss)
+    for cases, own in zip((gae, vl, ppo_cases), functions, strict=True):
+        for case in cases:
+            got = flat(exercise_cases.as_lists(case.call(own)))
+            assert got == pytest.approx(flat(case.expected), rel=1e-5, abs=1e-6), case.label
 
 
 # Wrong versions that students write, as source: each must fail its check, in a line that names
