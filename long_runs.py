@@ -219,12 +219,14 @@ class LongRun:
         """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
         self.agent.load_state_dict(checkpoint["agent"])
         self.optimizer.load_state_dict(checkpoint["optimizer"])
-        for rms, statistics in zip(self.statistics(), checkpoint["statistics"], strict=True):
+        kept = checkpoint.get("statistics", checkpoint.get("return_rms"))  # before 2026-11-27
+        for rms, statistics in zip(self.statistics(), kept, strict=True):
             rms.mean, rms.var, rms.count = statistics.tolist()  # float64, as they were
         self.iteration = checkpoint["iteration"]
         self.global_step = checkpoint["global_step"]
         self.episode_returns = checkpoint["episode_returns"]
-        self.wandb_id = checkpoint["wandb_id"]  # W&B goes on with the same run
+        saved_id = checkpoint.get("wandb_id", checkpoint["args"].get("wandb_id"))  # or in args
+        self.wandb_id = saved_id or self.wandb_id  # W&B goes on with the same run
         setters = random.setstate, np.random.set_state, torch.set_rng_state
         setters += (torch.cuda.set_rng_state_all,)  # none without CUDA
         for set_state, rng in zip(setters, checkpoint["rng"], strict=True):

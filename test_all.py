@@ -2508,6 +2508,25 @@ def test_ppo_continuous_keeps_its_normalization_statistics_across_a_resume(tmp_p
     assert (restored[0].mean, restored[0].var, restored[0].count) == (mean, var, count)
 
 
+def test_a_checkpoint_written_before_the_statistics_key_still_resumes(tmp_path):
+    # Until 2026-11-27 a checkpoint kept NormalizeReward's statistics as "return_rms" and the W&B
+    # id among the flags; a run stopped then goes on with today's long_runs.py.
+    script = CONTINUOUS[0]
+    first = tiny(script, tmp_path, "--checkpoint-every", "128", "--eval-episodes", "0")
+    path = Path(first["run_dir"]) / "checkpoint.pt"
+    saved = load_checkpoint(path)
+    saved["return_rms"] = saved.pop("statistics")
+    saved["args"]["wandb_id"] = saved.pop("wandb_id")
+    torch.save(saved, path)
+    argv = ("--resume", first["run_dir"], "--total-timesteps", "1024", "--eval-episodes", "0")
+    again = run(script, tmp_path, *argv)
+    assert (
+        again["global_step"] == 1024
+        and again["episode_returns"][: len(saved["episode_returns"])] == saved["episode_returns"]
+    )
+    assert load_checkpoint(path)["wandb_id"] == saved["args"]["wandb_id"]
+
+
 class RunsCode:
     """What a hostile file can hold: unpickling it calls exec(code); weights_only never does."""
 
