@@ -12,7 +12,7 @@ A script imports this file only when one of these flags asks for it:
     --async-envs           each env in a process of its own
 
 Each script's Log writes TensorBoard and the progress line. LongRun below extends it method by
-method (each script's long_run() says `class LongRun(long_runs.LongRun, Log)`), so train()
+method (each script's long_run_class() says `class LongRun(long_runs.LongRun, Log)`), so train()
 never sees a checkpoint, a signal, a film or W&B: it hands the Log its steps, episodes and losses
 as always.
 Copied alone, a script answers each of these flags in one line naming this file.

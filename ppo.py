@@ -223,7 +223,7 @@ LONG_RUN_FLAGS = ("capture_video", "checkpoint_every", "resume", "async_envs", "
 
 def library_safe(train):
     """train() with its flags checked, and torch's threads and determinism for the run only."""
-    import functools  # here, as os and signal below: the lesson's imports are the lesson's
+    import functools  # here, as signal below: the lesson's imports are the lesson's
     import os
 
     @functools.wraps(train)  # its name, docstring and source stay the lesson's
@@ -285,7 +285,7 @@ def parse_args(argv=None):
         parser.parse_args([])
     args = argv if namespace else parser.parse_args(argv)
     if any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
-        LongRun = long_run(args)  # long_runs.py's, or one line naming that file
+        LongRun = long_run_class(args)  # long_runs.py's, or one line naming that file
         if not namespace:  # --resume: the checkpoint's flags, but those given
             args = LongRun.checked_args(parser, argv, args)
     if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
@@ -538,10 +538,10 @@ def start_log(args, run_dir, agent, optimizer, envs):
     """A Log; with a flag of long or watched runs, a LongRun, which extends it."""
     if not any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
         return Log(args, run_dir, agent, optimizer, envs)
-    return long_run(args)(args, run_dir, agent, optimizer, envs)
+    return long_run_class(args)(args, run_dir, agent, optimizer, envs)
 
 
-def long_run(args):
+def long_run_class(args):
     """The class of a long or watched run: long_runs.py's LongRun, whose methods come before
     and hand on to Log's. long_runs.py is imported here, and only for a flag that needs it."""
     try:

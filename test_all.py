@@ -2243,7 +2243,7 @@ LESSON = ("hyperparameters", "layer_init", "RunningNorm", "Agent", "discounted_r
 LESSON += ("reinforce_loss", "vpg_loss")
 LESSON += ("compute_gae", "ppo_loss", "value_loss", "train")
 SUPPORT = ("set_up", "checked", "parse_args", "needs_flattening", "make_env", "make_eval_env")
-SUPPORT += ("find_spec", "evaluate", "Log", "long_run", "start_log", "log_episodes", "fail")
+SUPPORT += ("find_spec", "evaluate", "Log", "long_run_class", "start_log", "log_episodes", "fail")
 SUPPORT += ("check_finite", "library_safe", "say", "compiles", "load_weights")
 # The support code that is word for word the same in every script.
 SHARED = ("set_up", "checked", "find_spec", "needs_flattening", "Log", "start_log")
@@ -2298,7 +2298,9 @@ def test_the_support_code_is_word_for_word_the_same_in_every_script():
     assert len(heads) == 1
     # and the class of long runs, but what ppo_continuous's NormalizeReward adds to a checkpoint
     classes = {
-        inspect.getsource(s.module.long_run) for s in SCRIPTS if s.module is not ppo_continuous
+        inspect.getsource(s.module.long_run_class)
+        for s in SCRIPTS
+        if s.module is not ppo_continuous
     }
     assert len(classes) == 1
 
@@ -3029,7 +3031,9 @@ def test_a_film_keeps_a_frame_every_film_every_steps_and_thin_lines(script):
     frame[:, 0:5] = [200, 100, 0]  # and a band 5 pixels wide on the left
     rendered = []
     envs = type("Envs", (), {"num_envs": 2, "render": lambda _: rendered.append(1) or [frame] * 2})
-    run = object.__new__(script.module.long_run(script.module.parse_args(["--capture-video"])))
+    run = object.__new__(
+        script.module.long_run_class(script.module.parse_args(["--capture-video"]))
+    )
     run.envs, run.frames, run.film_every, run.ended_episodes = envs(), [], 2, []
     for global_step in range(2, 10, 2):  # the steps 1, 2, 3 and 4 of 2 envs: 2 and 4 filmed
         run.episodes(global_step, {})
