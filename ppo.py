@@ -177,6 +177,8 @@ def train(args):
             # Keep the policy's own steps, not gymnasium's reset steps.
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_logprobs, b_values = logprobs[valid], values[valid]
+            if len(b_obs) == 0:  # every env was at a reset step (--num-steps 1): nothing to learn
+                continue
             b_advantages = b_returns - b_values  # A_t = G_t - V(s_t), fixed for every epoch
             for _ in range(args.update_epochs):
                 _, newlogprobs, entropy, newvalues = score(b_obs, b_actions)
@@ -209,7 +211,8 @@ def train(args):
                 grad_norm=grad_norm,  # |g| of the last policy step
                 approx_kl=approx_kl,
                 clipfrac=clipfrac,
-                explained_variance=1 - (b_returns - b_values).var() / b_returns.var(),
+                explained_variance=1
+                - (b_returns - b_values).var(correction=0) / b_returns.var(correction=0),
             )
     return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
 

@@ -281,6 +281,8 @@ def train(args):
             # Keep the policy's own steps, not gymnasium's reset steps (batch: gradients()' order)
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
+            if len(b_obs) == 0:  # every env was at a reset step (--num-steps 1): nothing to learn
+                continue
             batch = b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values
             clipfracs = []
             for _ in range(args.update_epochs):
@@ -318,7 +320,8 @@ def train(args):
                 grad_norm=grad_norm,  # |g| of the last minibatch, before clipping
                 approx_kl=approx_kl,
                 clipfrac=torch.stack(clipfracs).mean(),
-                explained_variance=1 - (b_returns - b_values).var() / b_returns.var(),
+                explained_variance=1
+                - (b_returns - b_values).var(correction=0) / b_returns.var(correction=0),
             )
     return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
 

@@ -809,6 +809,22 @@ def test_a_batch_of_one_sample_keeps_its_gradient(script, tmp_path, monkeypatch)
     assert len(seen[0]) == 1 and seen[0].abs().item() > 0.1, seen
 
 
+@by_name(WITH_CRITIC)
+def test_a_rollout_of_reset_steps_only_is_skipped(script, tmp_path, recwarn):
+    # OneStep, one env, one step a rollout: every second rollout is gymnasium's reset step
+    # alone, no sample to learn from (a mean over none is NaN; none split into minibatches
+    # raised). Those iterations update nothing; the others update on one sample, whose
+    # explained variance is undefined and neither logged nor warned about.
+    argv = flags("--num-envs 1 --num-steps 1 --total-timesteps 8 --num-minibatches 1")
+    argv = argv if script.module in GAE else argv[:-2]
+    result = run(script, tmp_path, "--env-id", probe_id(script, "OneStep"), *argv)
+    events = scalars(result["run_dir"])
+    assert [e.step for e in events.Scalars("losses/value_loss")] == [1, 3, 5, 7]
+    assert "losses/explained_variance" not in events.Tags()["scalars"]
+    assert [str(w.message) for w in recwarn if "var()" in str(w.message)] == []
+    assert result["global_step"] == 8
+
+
 @by_name([s for s in SCRIPTS if s.module in (vpg, ppo)])
 def test_explained_variance_of_flat_returns_is_not_logged(script, tmp_path):
     # OneStep's return is 1 at every step: Var(G) = 0, and 1 - Var(G - V) / Var(G) is undefined.
@@ -2261,8 +2277,11 @@ SHARED += ("library_safe", "say")
 # the compile probe as a question; and 26 into the support code: --torch-deterministic that does
 # what it says (torch's deterministic mode, cuBLAS's workspace, both given back), the class of
 # long runs as a statement, the probe that changes no args.
-LINES = {"reinforce": 162, "vpg": 209, "ppo": 214, "ppo_gae": 261, "ppo_continuous": 323}
-MAX_FILE_LINES = {"reinforce": 568, "vpg": 615, "ppo": 620, "ppo_gae": 670, "ppo_continuous": 741}
+# A bug fix (2026-11-27) put 3 lines into each train() with a critic: a rollout of reset steps
+# only (--num-steps 1) skipped, and the explained variance without Bessel's correction, defined
+# for one sample (ruff wraps it).
+LINES = {"reinforce": 162, "vpg": 212, "ppo": 217, "ppo_gae": 264, "ppo_continuous": 326}
+MAX_FILE_LINES = {"reinforce": 568, "vpg": 618, "ppo": 623, "ppo_gae": 673, "ppo_continuous": 744}
 
 
 def first_line(module, name):

@@ -180,6 +180,8 @@ def train(args):
             # Keep the policy's own steps, not gymnasium's reset steps.
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_values = values[valid]
+            if len(b_obs) == 0:  # every env was at a reset step (--num-steps 1): nothing to learn
+                continue
             for _ in range(args.train_pi_iters):
                 _, newlogprobs, entropy, newvalues = score(b_obs, b_actions)
                 policy_loss, _ = vpg_loss(newlogprobs, newvalues.flatten(), b_returns)
@@ -204,7 +206,8 @@ def train(args):
                 value_loss=v_loss,
                 entropy=entropy.mean(),
                 grad_norm=grad_norm,  # |g| of the last policy step
-                explained_variance=1 - (b_returns - b_values).var() / b_returns.var(),
+                explained_variance=1
+                - (b_returns - b_values).var(correction=0) / b_returns.var(correction=0),
             )
     return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
 

@@ -6,8 +6,8 @@ as much as it can) in this process, timed per iteration: the rollout (stepping t
 policy's forward pass, storing, logging the episodes) and the update (GAE, one epoch of
 backward passes). The first iteration is a warm-up and is left out. SPS is env steps per second.
 
-    python benchmarks/sps.py --out benchmarks/results/sps               # this CPU, ~10 minutes
-    python benchmarks/sps.py --cuda --out benchmarks/results/sps_cuda   # on a GPU
+    python benchmarks/sps.py --out benchmarks/results/sps  # this CPU, ~10 minutes
+    python benchmarks/sps.py --cuda --min-steps 131072 --out benchmarks/results/sps_cuda  # GPU
 
 With --mujoco it times ppo_continuous.py with the MuJoCo recipe's batches (8 envs x 256 steps,
 32 minibatches, 10 epochs; 64-unit networks, as in the comparison with SB3) on HalfCheetah-v5,
@@ -17,7 +17,7 @@ random actions, no learning: how far from the simulator's own speed the script r
 the same runs again with ppo_continuous.py --compile, side by side (compiling is in the first
 iteration, which is left out: the 1M-step runs of docs/results.md count it).
 
-    python benchmarks/sps.py --mujoco --compile --out benchmarks/results/sps_mujoco   # ~4 minutes
+    python benchmarks/sps.py --mujoco --compile --iterations 10 --out benchmarks/results/sps_mujoco
 """
 
 import argparse
