@@ -182,9 +182,8 @@ def python_folders():
         Path(sys.base_prefix),
         Path(sys.executable).resolve().parent.parent,
     }
-    folders |= {Path(p) for p in site.getsitepackages() if Path(p).is_dir()}
-    folders = {f for f in folders if f.is_dir() and not f.is_relative_to("/usr")}
-    return sorted(f for f in folders if not any(f != g and f.is_relative_to(g) for g in folders))
+    folders |= {Path(p) for p in site.getsitepackages()}
+    return sorted(f for f in folders if f.is_dir())
 
 
 def masked(folders):
@@ -204,24 +203,29 @@ def masked(folders):
 
 
 @cache
-def sandbox():
-    """bwrap's command up to the program to run, with the student's folder read-only at
-    /grading; None where bubblewrap is missing or cannot start on this machine."""
+def sandbox(*private):
+    """bwrap's command up to the program to run (Session adds the student's folder, read-only,
+    at /grading); None where bubblewrap is missing or cannot start on this machine. The child
+    sees the system's and Python's folders, read-only, less this repository and the `private`
+    folders (a class's hand-ins) wherever they lie in them: /usr/src/app, or a venv above."""
     if sys.platform != "linux" or shutil.which("bwrap") is None:
         return None
     command = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
     command += ["--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    shown = []
     for top in ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin"):
         if os.path.islink(top):
             command += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
-            command += ["--ro-bind", top, top]
-    folders = python_folders()
-    for folder in folders:
-        command += ["--ro-bind", str(folder), str(folder)]
-    command += masked(folders)
-    if any(HERE.parent.is_relative_to(folder) for folder in folders):  # a venv above the repo
-        command += ["--tmpfs", str(HERE.parent)]
+            shown.append(Path(top))
+    shown += python_folders()
+    mounts = [(folder, ["--ro-bind", str(folder), str(folder)]) for folder in shown]
+    for place in {HERE.parent, *(Path(folder).resolve() for folder in private)}:
+        if any(place.is_relative_to(folder) for folder in shown):
+            mounts.append((place, ["--tmpfs", str(place)]))
+    for _, arguments in sorted(mounts, key=lambda mount: len(mount[0].parts)):  # stable
+        command += arguments  # parents first: a tmpfs hides all below it but a later bind
+    command += masked(shown)
     command += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]  # no /dev/shm to fill
     command += ["--clearenv", "--setenv", "PATH", "/usr/bin"]
     command += ["--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
@@ -240,17 +244,17 @@ class Session:
     own), answering the grader's requests. Each request waits until a deadline on the grader's
     clock; past it, or at close(), the child and everything it started are killed."""
 
-    def __init__(self, folder, limit, memory, sandboxed, budget):
-        runs = ["-I", "/grading/runner.py" if sandboxed else str(Path(folder) / "runner.py")]
+    def __init__(self, folder, limit, memory, bwrap, budget):
+        runs = ["-I", "/grading/runner.py" if bwrap else str(Path(folder) / "runner.py")]
         seconds = int(START_LIMIT + 100 * limit)  # CPU time: a backstop, should the grader die
         runs = [sys.executable, *runs, str(memory << 20), str(seconds)]
         self.killed = None
         self.pid1 = None
         self.rung = None
         self.budget = budget  # [bytes the student's children may still send]
-        if sandboxed:
+        if bwrap:
             info, info_end = os.pipe()
-            command = [*sandbox(), "--ro-bind", str(folder), "/grading", "--chdir", "/grading"]
+            command = [*bwrap, "--ro-bind", str(folder), "/grading", "--chdir", "/grading"]
             command += ["--info-fd", str(info_end), *runs]
             self.process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -294,6 +298,13 @@ class Session:
         for end in (self.requests, self.answers):
             end.close()
         return code
+
+    def busy(self, deadline):
+        """Whether the student's code left threads running in the child (or it cannot say)."""
+        try:
+            return self.ask(["threads"], deadline, "threads")[1] != 1
+        except Stop:
+            return True
 
     def ask(self, message, deadline, *kinds):
         """The child's answer to message, [kind, ...] with kind one of kinds; Stop where none
@@ -666,13 +677,14 @@ def check(rung, name, fn):
         torch.set_num_threads(threads)
 
 
-def answers_of(texts, limit, memory, sandboxed):
+def answers_of(texts, limit, memory, bwrap):
     """A student's answers: ({rung: None if its file loaded, else why not}, {(rung, name): (its
     answers, how they stopped: "done", "missing", "unwritten", or why)}). texts: {rung: the
     file's text}. Their files run in one child at a time, in a folder that holds their files and
-    the runner alone; a function that runs past its time, or ends its child, is ended with it,
-    and a new child goes on with the functions after it. Nothing the child does moves a
-    deadline: each function has `limit` seconds, the student a sum fixed before the first."""
+    the runner alone; a function that runs past its time, ends its child, or leaves threads
+    running in it, is ended with it, and a new child goes on with the functions after it.
+    Nothing the child does moves a deadline: each function has `limit` seconds, the student a
+    sum fixed before the first."""
     loads, results = {}, {}
     count = sum(len(cases.EXERCISES[rung]) for rung in texts)
     student_deadline = time.monotonic() + START_LIMIT + limit * (3 * count + len(texts))
@@ -688,8 +700,12 @@ def answers_of(texts, limit, memory, sandboxed):
             for rung in texts:
                 for name in cases.EXERCISES[rung]:
                     try:
+                        deadline = min(time.monotonic() + 1, student_deadline)
+                        if session is not None and session.rung == rung and session.busy(deadline):
+                            session.close()  # its threads would share the next function's time
+                            session = None
                         if session is None or session.rung != rung:
-                            session = load(session, folder, rung, limit, memory, sandboxed, budget)
+                            session = load(session, folder, rung, limit, memory, bwrap, budget)
                             deadline = min(time.monotonic() + limit, student_deadline)
                             why = session.ask(["load", session.path], deadline, "loaded")[1]
                             loads[rung] = None if why is None else one_line(why)
@@ -717,13 +733,13 @@ def answers_of(texts, limit, memory, sandboxed):
     return loads, results
 
 
-def load(session, folder, rung, limit, memory, sandboxed, budget):
+def load(session, folder, rung, limit, memory, bwrap, budget):
     """A child for rung's file: a new one (the one before it closed)."""
     if session is not None:
         session.close()
-    session = Session(folder, limit, memory, sandboxed, budget)
+    session = Session(folder, limit, memory, bwrap, budget)
     session.rung = rung
-    session.path = f"/grading/{rung}.py" if sandboxed else str(Path(folder) / f"{rung}.py")
+    session.path = f"/grading/{rung}.py" if bwrap else str(Path(folder) / f"{rung}.py")
     return session
 
 
@@ -761,10 +777,10 @@ def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None, memory=MEMORY_LI
     text = read_hand_in(path)
     why = text if isinstance(text, Unreadable) else None
     if why is None:
-        sandboxed = sandbox() is not None
-        if not sandboxed:
+        bwrap = sandbox()
+        if bwrap is None:
             warn_once()
-        loads, results = answers_of({rung: text}, limit, memory, sandboxed)
+        loads, results = answers_of({rung: text}, limit, memory, bwrap)
         why = loads.get(rung) and f"cannot load {path}: {loads[rung]}"
     if why is not None:
         if strict:
@@ -859,6 +875,8 @@ def from_notebook(rung, text):
                     helpers.append(f"try:\n    {ast.unparse(node)}\nexcept Exception:\n    pass")
                 elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name not in tops:
                     helpers.append(segment(lines, node))
+                elif constant(node):
+                    helpers.append(segment(lines, node))
     return "\n\n\n".join([template(rung), *helpers, *solutions]) + "\n"
 
 
@@ -870,8 +888,9 @@ def defines(source, top):
 
 
 def kept(source, others):
-    """A solution cell's imports, functions and classes (not the lines that file it into the
-    notebook's namespaces); the whole cell where it does not parse, so its error shows."""
+    """A solution cell's imports, functions, classes and plain constants (not the lines that
+    file it into the notebook's namespaces); the whole cell where it does not parse, so its
+    error shows."""
     try:
         nodes = ast.parse(source).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -881,8 +900,20 @@ def kept(source, others):
     return "\n\n".join(
         segment(lines, node)
         for node in nodes
-        if isinstance(node, keep) and getattr(node, "name", None) not in others
+        if (isinstance(node, keep) or constant(node)) and getattr(node, "name", None) not in others
     )
+
+
+def constant(node):
+    """Whether a statement is NAME = a plain constant (None, a bool, a number, a string), such
+    as a notebook's own check sends along with a function that uses it (exported())."""
+    if not (isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)):
+        return False
+    try:
+        value = ast.literal_eval(node.value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return value is None or type(value) in (bool, int, float, str)
 
 
 def segment(lines, node):
@@ -955,13 +986,13 @@ def read_compiled(text, name):
     return text
 
 
-def grade_student(texts, limit, memory, sandboxed):
+def grade_student(texts, limit, memory, bwrap):
     """A student's results: [(key, status, line)], their files run in a child of their own,
     in a folder of its own that holds their files alone."""
     key = (lambda r, name: f"{r}.{name}") if len(texts) > 1 else (lambda r, name: name)
     readable = {r: text for r, text in texts.items() if not isinstance(text, Unreadable)}
     try:
-        loads, results = answers_of(readable, limit, memory, sandboxed) if readable else ({}, {})
+        loads, results = answers_of(readable, limit, memory, bwrap) if readable else ({}, {})
     except Exception as error:  # noqa: BLE001  (whatever happened, this student's row says it)
         why = Unreadable(f"the grader could not grade it: {type(error).__name__}: {error}")
         texts = {r: why for r in texts}
@@ -988,8 +1019,8 @@ def cell(text):
 def grade_folder(rung, folder, csv_path, limit, memory, trusted):
     if not Path(folder).is_dir():
         fail(f"no folder {folder}")
-    sandboxed = sandbox() is not None
-    if not sandboxed and not trusted:
+    bwrap = sandbox(folder)  # the class's folder hidden from each student's child
+    if bwrap is None and not trusted:
         fail(
             "no sandbox: bubblewrap is not installed or cannot start here, and a class's files "
             "must not run as you (sudo apt-get install bubblewrap; in a container, run it with "
@@ -1003,7 +1034,7 @@ def grade_folder(rung, folder, csv_path, limit, memory, trusted):
     texts = {student: snapshot(rung, path) for student, path in students}  # before any runs
     rows = []
     for student, _ in students:
-        results = grade_student(texts[student], limit, memory, sandboxed)
+        results = grade_student(texts[student], limit, memory, bwrap)
         rows.append((one_line(student, 80), sum(s == "✓" for _, s, _ in results), results))
     width = max(len("student"), *(len(student) for student, _, _ in rows))
     print(f"{'student':<{width}}  {'passed':<10}  not passed")

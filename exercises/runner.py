@@ -10,6 +10,7 @@ and it answers each with data:
                                     -> ["returned", result, leaves after the call, rng]
                                        or ["raised", type name, message, rng]
     ["grad", grads of the outputs]  -> ["grads", the gradient of each leaf, or None]
+    ["threads"]                     -> ["threads", how many of Python's threads are running]
 
 `leaves` are the tensors of the arguments (plain tensors, and the parameters and buffers of a
 module such as an Agent), sent once and named by their place; a module is rebuilt here from its
@@ -25,10 +26,12 @@ import importlib.util
 import inspect
 import io
 import json
+import math
 import os
 import resource
 import sys
 import textwrap
+import threading
 import warnings
 
 import numpy
@@ -91,6 +94,8 @@ def decode_tensor(spec):
     dtype, shape, data, requires_grad = spec
     if dtype not in DTYPES or not all(type(n) is int and 0 <= n < 1 << 31 for n in shape):
         raise ValueError(f"a tensor of dtype {dtype} and shape {shape}")
+    if len(shape) > DEPTH or math.prod(max(n, 1) for n in shape) > MESSAGE_LIMIT:
+        raise ValueError(f"a tensor of shape {shape}")  # (10**9, 0): no data, a list a row
     raw = base64.b64decode(data, validate=True)
     array = numpy.frombuffer(raw, dtype=DTYPES[dtype])  # ValueError if not whole items
     tensor = torch.from_numpy(array.reshape(shape).copy())  # ValueError if not its shape
@@ -306,6 +311,9 @@ class Child:
             "grads",
             [None if found.get(id(x)) is None else encode(found[id(x)]) for x in self.leaves],
         ]
+
+    def threads(self):  # 1: none but this one; more, and the grader starts a new child
+        return ["threads", threading.active_count()]
 
 
 def flat(value, depth=0):

@@ -17,6 +17,7 @@ import linecache
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -1663,6 +1664,23 @@ WHY = {  # (rung, name, its body, or code before the file) -> the start and end 
         "    return sum(range(10**11))\n",
         TIMED_OUT,
     ),
+    "a thread left running": (  # it takes all the memory the child may add: reinforce_loss
+        "reinforce",  # passes in a child of its own, as it would not beside the thread (which
+        "discounted_returns",  # may also leave this function no memory: its line says either)
+        "    def take():\n        held = []\n        with contextlib.suppress(RuntimeError):\n"
+        "            while True:\n                held.append(torch.empty(2**22))\n"
+        "        while True:\n            time.sleep(1)\n\n"
+        "    if threading.active_count() == 1:\n"
+        "        threading.Thread(target=take, daemon=True).start()\n"
+        "    return rewards * 0\n",
+        "",
+    ),
+    "a tensor of no elements in 10**9 rows": (  # a Python list a row, read in the grader
+        "reinforce",
+        "discounted_returns",
+        "    return torch.empty(10**9, 0)\n",
+        "one env, (T, N) = (3, 1): sent what the grader cannot read",
+    ),
 }
 
 
@@ -1670,7 +1688,8 @@ def wrong_file(rung, name, body):
     """RUNG.py solved by the script, but NAME's body replaced by body."""
     source = inspect.getsource(grader.find(exercise_cases.script(rung), name))
     head = source[: source.index('"""', source.index('"""') + 3) + 3] + "\n"
-    return "import os\nimport sys\nimport time\n\n" + with_function(rung, name, head + body)
+    imports = "import contextlib\nimport os\nimport sys\nimport threading\nimport time\n\n"
+    return imports + with_function(rung, name, head + body)
 
 
 @pytest.mark.parametrize("why", list(WHY))
@@ -1848,6 +1867,67 @@ if os.fork() == 0:
     assert table.read_text().startswith("student,passed,functions,")
     left = [p for p in Path("/proc").glob("[0-9]*") if b"4242.5" in read_or_empty(p / "cmdline")]
     assert left == [], "a process of the student's outlived their grading"
+
+
+SEEN = """import glob
+import importlib.util
+
+import torch
+
+
+def seen(pattern):  # a module that answers, loaded from a file this child can read
+    for path in sorted(glob.glob(pattern)):
+        try:
+            spec = importlib.util.spec_from_file_location("seen", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            module.discounted_returns(torch.ones(1, 1), torch.zeros(1, 1), 0.5)
+            return module
+        except Exception:
+            continue
+
+
+SEEN = seen({pattern!r})
+
+
+def discounted_returns(rewards, dones, gamma, last_value=None):
+    return SEEN.discounted_returns(rewards, dones, gamma, last_value)
+
+
+def reinforce_loss(logprobs, returns):
+    return SEEN.reinforce_loss(logprobs, returns)
+"""
+
+
+@needs_sandbox
+@pytest.mark.skipif(
+    not (Path("/usr/src").is_dir() and Path("/usr/local/src").is_dir()),
+    reason="needs /usr/src and /usr/local/src to put the course and a class there",
+)
+def test_the_repository_and_the_class_are_hidden_even_where_the_sandbox_shows_usr(tmp_path):
+    """In a container the course often lies under /usr (/usr/src/app), which the sandbox shows
+    its child read-only. Put there (by a bwrap of its own), neither the reference scripts nor
+    a classmate's hand-in can be read from a student's child."""
+    repo, folder = tmp_path / "repo", tmp_path / "handed_in"
+    skip = shutil.ignore_patterns(".*", "runs", "benchmarks", "docs", "*.ipynb", "__pycache__")
+    shutil.copytree(ROOT, repo, ignore=skip)
+    folder.mkdir()
+    (folder / "ada.py").write_text(exercise_maker.exercise("reinforce", solved=True))
+    (folder / "mallory.py").write_text(SEEN.format(pattern="/usr/src/reinforce.py"))
+    (folder / "mia.py").write_text(SEEN.format(pattern="/usr/local/src/*.py"))
+    outer = ["bwrap", "--dev-bind", "/", "/", "--bind", str(repo), "/usr/src"]
+    outer += ["--bind", str(folder), "/usr/local/src", "--chdir", "/"]
+    check = ["/usr/src/exercises/check.py", "reinforce", "--folder", "/usr/local/src"]
+    done = subprocess.run(
+        [*outer, sys.executable, *check], capture_output=True, text=True, timeout=300
+    )
+    if done.stderr.startswith("bwrap:") or "no sandbox" in done.stderr:
+        pytest.skip(f"a sandbox cannot start inside another here: {done.stderr.strip()}")
+    assert done.stderr == "" and done.stdout.splitlines()[1:4] == [
+        "ada      2 of 2",
+        "mallory  0 of 2      ✗ discounted_returns, ✗ reinforce_loss",
+        "mia      0 of 2      ✗ discounted_returns, ✗ reinforce_loss",
+    ], done.stdout
 
 
 def read_or_empty(path):
@@ -2028,6 +2108,28 @@ def test_notebooks_are_graded_from_the_file_and_a_cell_cannot_change_the_grade(t
         assert "· " in done.stdout.splitlines()[2] and "bob" in done.stdout.splitlines()[2]
 
 
+def test_a_notebooks_own_constants_go_with_its_functions_as_its_check_sends_them(tmp_path):
+    """A solution that uses a constant of its notebook passes its check cell (exported() sends
+    plain constants along): graded from the file, in its cell or in one before, it passes too."""
+    nbformat = pytest.importorskip("nbformat")
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    for student, apart in [("ada", False), ("bea", True)]:
+        nb = solved_notebook()
+        (k,) = [k for k, c in enumerate(nb.cells) if c.source.startswith("def adapted_lr(")]
+        assert "max(lr / 1.5, 1e-5)" in nb.cells[k].source
+        nb.cells[k].source = nb.cells[k].source.replace("1e-5)", "LR_FLOOR)")
+        if apart:
+            nb.cells.insert(k, nbformat.v4.new_code_cell("LR_FLOOR = 1e-5"))
+        else:
+            nb.cells[k].source = "LR_FLOOR = 1e-5\n\n\n" + nb.cells[k].source
+        nbformat.write(nb, folder / f"{student}.ipynb")
+    done = cli(
+        [str(ROOT / "exercises" / "check.py"), "ppo_continuous", "--folder", str(folder)], tmp_path
+    )
+    assert done.stdout.splitlines()[1:] == ["ada      3 of 3", "bea      3 of 3"], done.stdout
+
+
 def test_a_copy_of_the_scripts_in_pythons_libraries_is_hidden_from_the_sandbox(
     tmp_path, monkeypatch
 ):
@@ -2045,7 +2147,7 @@ def test_a_copy_of_the_scripts_in_pythons_libraries_is_hidden_from_the_sandbox(
 
 
 def test_without_a_sandbox_a_class_is_refused_and_a_student_is_told(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(grader, "sandbox", lambda: None)
+    monkeypatch.setattr(grader, "sandbox", lambda *private: None)
     folder = tmp_path / "handed_in"
     folder.mkdir()
     (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
