@@ -88,6 +88,8 @@ class LongRun:
         except Exception:  # no such folder or file; objects or code; not a checkpoint
             why = f"{args.resume}/checkpoint.pt is missing or not one {script} wrote"
             fail(script, f"cannot --resume: {why}")
+        if (set(saved) ^ set(vars(args))) - {"wandb_id"}:  # (among the flags before 2026-11-27)
+            fail(script, f"cannot --resume: {args.resume} holds a run of another script")
         resumed = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
         for name in cls.resume_keeps:
             if getattr(resumed, name, None) != saved.get(name):
@@ -219,6 +221,9 @@ class LongRun:
         """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
         self.agent.load_state_dict(checkpoint["agent"])
         self.optimizer.load_state_dict(checkpoint["optimizer"])
+        if self.args.learning_rate != checkpoint["args"]["learning_rate"]:  # given again: it wins
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.args.learning_rate
         kept = checkpoint.get("statistics", checkpoint.get("return_rms"))  # before 2026-11-27
         for rms, statistics in zip(self.statistics(), kept, strict=True):
             rms.mean, rms.var, rms.count = statistics.tolist()  # float64, as they were

@@ -330,9 +330,8 @@ def parse_args(argv=None):
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
     arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
     namespace = isinstance(argv, argparse.Namespace)  # train()'s, maybe built by hand
-    if namespace:  # argparse checks a default given as text as it checks a flag
-        parser.set_defaults(**{k: str(v) for k, v in vars(argv).items() if v is not None})
-        parser.parse_args([])
+    if namespace:
+        check_namespace(parser, argv)
     args = argv if namespace else parser.parse_args(argv)
     if any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
         LongRun = long_run_class(args)  # long_runs.py's, or one line naming that file
@@ -343,6 +342,23 @@ def parse_args(argv=None):
     if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
         parser.error(f"--num-envs x --num-steps = {batch} does not split into --num-minibatches")
     return args
+
+
+def check_namespace(parser, args):
+    """train()'s Namespace, maybe built or changed by hand: every flag there, each a value the
+    flag could give (argparse reads each as text, as on a command line); else one line."""
+    given = vars(args)
+    parser.set_defaults(**{k: str(v) for k, v in given.items() if v is not None})
+    parsed = vars(parser.parse_args([]))  # argparse's own line for a value it refuses
+    for action in parser._actions[1:]:  # after --help
+        flag = action.option_strings[0]
+        if action.dest not in given:  # another script's Namespace, say
+            parser.error(f"the Namespace has no {flag}: make it with parse_args(), then change it")
+        value = given[action.dest]
+        number = action.type is not None and value != parsed[action.dest]  # "0.001", None
+        switch = action.nargs == 0 and not isinstance(value, bool)  # --cuda, --x/--no-x
+        if number or switch:
+            parser.error(f"{flag} is {value!r} in the Namespace, not a value of the flag")
 
 
 def checked(convert, ok, must_be):
@@ -440,8 +456,9 @@ def make_env(args, device):
         fail(f"cannot make {env_id}: {error}")
     if needs_flattening(envs.single_observation_space, env_id):
         envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
-    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        kind = f"{envs.single_action_space} actions; {SCRIPT} needs Discrete ones"
+    actions = envs.single_action_space
+    if not isinstance(actions, gym.spaces.Discrete) or actions.start != 0:  # the policy's 0..n-1
+        kind = f"{actions} actions; {SCRIPT} needs Discrete ones from 0"
         fail(f"{env_id} has {kind}: use ppo_continuous.py for Box actions")
     envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
     return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
@@ -556,7 +573,7 @@ class Log:
     def finish(self, global_step):
         """The end of a run, trained, stopped or loaded: last logs, --save-model, evaluation;
         what train() returns: agent, episode_returns, sps, global_step, eval_returns, run_dir,
-        and interrupted, None or what stopped training ("SIGINT" for Ctrl-C, or "SIGTERM")."""
+        and interrupted, None or what stopped the run ("SIGINT" for Ctrl-C, or "SIGTERM")."""
         self.envs.close()
         sps = self.sps(global_step)
         self.progress(global_step, end=global_step > 0 and not self.interrupted)
@@ -568,7 +585,12 @@ class Log:
         episodes = 0 if self.interrupted else self.args.eval_episodes
         eval_env = self.eval_env()
         device = next(self.agent.parameters()).device
-        eval_returns = evaluate(self.agent, eval_env, episodes, self.args.seed + 10_000, device)
+        try:
+            eval_returns = evaluate(self.agent, eval_env, episodes, self.args.seed + 10_000, device)
+        except KeyboardInterrupt:  # Ctrl-C in the evaluation: the run ends without it
+            eval_returns = []
+            self.interrupted = "SIGINT"
+            say(f"{SCRIPT}: evaluation stopped by SIGINT")
         eval_env.close()
         for episode, episode_return in enumerate(eval_returns):
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)

@@ -473,6 +473,14 @@ class Observe(OneStep):
         return self.observation_space.sample(), 1.0, True, False, {}
 
 
+class Act(OneStep):
+    """OneStep with the action space `space`."""
+
+    def __init__(self, render_mode=None, bound=None, space=None):
+        super().__init__(render_mode, bound)
+        self.action_space = space
+
+
 BOX = {"bound": 1.0}
 BOX_SPACE = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 PROBES = [  # id, entry point, time limit, arguments
@@ -489,6 +497,10 @@ PROBES = [  # id, entry point, time limit, arguments
     ("probes/ForeverBox-v0", Forever, None, BOX),
     ("probes/OneHot-v0", OneHot, None, {}),
     ("probes/OneHotBox-v0", OneHot, None, BOX),
+    # Actions that no script gives: 0 to n - 1 are not -1 to 1; one Gaussian a dimension
+    ("probes/ActFromMinus1-v0", Act, None, {"space": gym.spaces.Discrete(3, start=-1)}),
+    ("probes/ActScalarBox-v0", Act, None, {"space": gym.spaces.Box(-1.0, 1.0, (), np.float32)}),
+    ("probes/ActMatrixBox-v0", Act, None, {"space": gym.spaces.Box(-1.0, 1.0, (2, 2))}),
     # Not a probe: Pendulum-v1 cut at 25 steps, for many short Box-action episodes.
     ("probes/ShortPendulum-v0", "gymnasium.envs.classic_control.pendulum:PendulumEnv", 25, {}),
 ]
@@ -1311,6 +1323,20 @@ def test_other_kind_of_actions_is_refused_in_one_line(script, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("env_id", ["ActFromMinus1", "ActScalarBox", "ActMatrixBox"])
+def test_actions_that_no_script_gives_are_refused_in_one_line(env_id, tmp_path):
+    # Discrete(3, start=-1) took the policy's 0, 1, 2 as they were; Box () and (2, 2): tracebacks.
+    scripts = [s for s in SCRIPTS if s.discrete == (env_id == "ActFromMinus1")]
+    needs = "Discrete ones from 0" if scripts[0].discrete else "Box ones of one dimension"
+    for script in scripts:
+        with pytest.raises(
+            ValueError, match=f"^{script.path.name}: error: probes/{env_id}-v0 has "
+        ):
+            run(script, tmp_path / script.name, "--env-id", f"probes/{env_id}-v0")
+        with pytest.raises(ValueError, match=f"actions; {script.path.name} needs {needs}: use "):
+            run(script, tmp_path / script.name, "--env-id", f"probes/{env_id}-v0")
+
+
 def installed(name):
     return importlib.util.find_spec(name) is not None
 
@@ -1666,6 +1692,23 @@ def test_interrupt_stops_cleanly_and_saves(script, tmp_path, monkeypatch):
 
 
 @by_name(SCRIPTS)
+def test_interrupt_in_the_evaluation_ends_the_run_without_it(script, tmp_path, monkeypatch, capsys):
+    def interrupt(agent, env, episodes, seed, device):  # Ctrl-C in the greedy episodes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(script.module, "evaluate", interrupt)
+    try:
+        result = tiny(script, tmp_path, "--eval-episodes", "3")
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C escaped train()")
+    assert result["eval_returns"] == [] and result["interrupted"] == "SIGINT"
+    assert result["global_step"] >= 512  # training ended: reinforce ends with its episodes
+    assert f"{script.path.name}: evaluation stopped by SIGINT" in capsys.readouterr().out
+    logged = scalars(result["run_dir"]).Scalars("charts/episodic_return")
+    assert len(logged) == len(result["episode_returns"]) > 0
+
+
+@by_name(SCRIPTS)
 def test_non_finite_loss_stops_naming_the_iteration(script, tmp_path, monkeypatch):
     def poison(args, result):  # every loss that comes out of it is NaN
         if isinstance(result, tuple):
@@ -1788,6 +1831,46 @@ def test_a_namespace_built_by_hand_gets_the_command_lines_one_line(
     assert one_line_error(capsys, trained, script) == str(parsed.value)
     assert f"argument --{name.replace('_', '-')}: " in str(parsed.value)
     assert not (tmp_path / "run").exists() and capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("learning_rate", "0.001"), ("num_envs", "4"), ("seed", None), ("cuda", "False")],
+)
+@by_name(SCRIPTS)
+def test_a_namespace_value_that_no_flag_gives_is_refused_before_the_run(
+    script, name, value, tmp_path, capsys
+):
+    # Text that reads as a number is not one (Adam raised TypeError); None is not a number;
+    # "False" is true. A number of another type that equals the flag's is as good (1 for 1.0).
+    args = script.module.parse_args(["--run-dir", str(tmp_path / "run")])
+    setattr(args, name, value)
+    with pytest.raises(ValueError) as trained:
+        script.module.train(args)
+    flag = f"--{name.replace('_', '-')}"
+    assert one_line_error(capsys, trained, script) == (
+        f"{script.path.name}: error: {flag} is {value!r} in the Namespace, not a value of the flag"
+    )
+    assert not (tmp_path / "run").exists()
+    args.__dict__[name] = 1 if name != "cuda" else False
+    assert script.module.parse_args(args) is args
+
+
+@by_name(SCRIPTS)
+def test_a_namespace_of_another_rung_is_refused_before_the_run(script, tmp_path, capsys):
+    other = next(
+        s
+        for s in SCRIPTS
+        if set(vars(s.module.parse_args([]))) != set(vars(script.module.parse_args([])))
+        and s.module is not script.module
+    )
+    args = other.module.parse_args(["--run-dir", str(tmp_path / "run")])
+    with pytest.raises(ValueError) as trained:
+        script.module.train(args)
+    line = one_line_error(capsys, trained, script)
+    assert line.startswith(f"{script.path.name}: error: the Namespace has no --"), line
+    assert line.endswith(": make it with parse_args(), then change it")
+    assert not (tmp_path / "run").exists()
 
 
 @by_name(GAE_SCRIPTS)
@@ -2260,11 +2343,11 @@ LESSON += ("reinforce_loss", "vpg_loss")
 LESSON += ("compute_gae", "ppo_loss", "value_loss", "train")
 SUPPORT = ("set_up", "checked", "parse_args", "needs_flattening", "make_env", "make_eval_env")
 SUPPORT += ("find_spec", "evaluate", "Log", "long_run_class", "start_log", "log_episodes", "fail")
-SUPPORT += ("check_finite", "library_safe", "say", "compiles", "load_weights")
+SUPPORT += ("check_finite", "library_safe", "say", "compiles", "load_weights", "check_namespace")
 # The support code that is word for word the same in every script.
 SHARED = ("set_up", "checked", "find_spec", "needs_flattening", "Log", "start_log")
 SHARED += ("log_episodes", "fail", "check_finite", "make_eval_env", "compiles", "load_weights")
-SHARED += ("library_safe", "say")
+SHARED += ("library_safe", "say", "check_namespace")
 # Lines to the end of train(): what a reader pays for the lesson, its hyperparameters included
 # (issue 59 put them before train()). No script grows: a new capability is paid for by simpler
 # support code. The files' lengths of 2026-11-26, when long_runs.py took the machinery of long
@@ -2280,8 +2363,11 @@ SHARED += ("library_safe", "say")
 # A bug fix (2026-11-27) put 3 lines into each train() with a critic: a rollout of reset steps
 # only (--num-steps 1) skipped, and the explained variance without Bessel's correction, defined
 # for one sample (ruff wraps it).
+# The same day, 22 lines of support code for promises a second pair of hands found broken:
+# a Namespace of another rung, or with "0.001" or None for a number, refused in one line
+# (check_namespace, 17); Ctrl-C in the evaluation ends the run cleanly (5).
 LINES = {"reinforce": 162, "vpg": 212, "ppo": 217, "ppo_gae": 264, "ppo_continuous": 326}
-MAX_FILE_LINES = {"reinforce": 568, "vpg": 618, "ppo": 623, "ppo_gae": 673, "ppo_continuous": 744}
+MAX_FILE_LINES = {"reinforce": 590, "vpg": 640, "ppo": 645, "ppo_gae": 695, "ppo_continuous": 766}
 
 
 def first_line(module, name):
@@ -2546,6 +2632,29 @@ def test_a_checkpoint_written_before_the_statistics_key_still_resumes(tmp_path):
         and again["episode_returns"][: len(saved["episode_returns"])] == saved["episode_returns"]
     )
     assert load_checkpoint(path)["wandb_id"] == saved["args"]["wandb_id"]
+
+
+def test_a_run_resumed_with_a_new_learning_rate_steps_with_it(tmp_path):
+    # Flags given again win: the optimizer's saved rate too (Adam's state keeps its own).
+    script = next(s for s in SCRIPTS if s.module is vpg)
+    first = tiny(script, tmp_path, "--checkpoint-every", "128", "--learning-rate", "1e-2")
+    argv = ("--resume", first["run_dir"], "--total-timesteps", "1024", "--learning-rate", "1e-4")
+    run(script, tmp_path, *argv)
+    rates = scalars(first["run_dir"]).Scalars("charts/learning_rate")
+    assert [e.step for e in rates] == list(range(128, 1025, 128))
+    assert [e.value for e in rates] == pytest.approx([1e-2] * 4 + [1e-4] * 4)
+
+
+def test_resume_refuses_the_run_of_another_script_in_one_line(tmp_path):
+    runs = {}
+    for script in SCRIPTS:
+        if script.module in (reinforce, ppo_gae, ppo_continuous):
+            runs[script.name] = tiny(script, tmp_path / script.name, "--checkpoint-every", "128")
+    for script in SCRIPTS:
+        for name, result in runs.items():
+            if name != script.name:  # ppo_continuous's flags are ppo_gae's and three more
+                with pytest.raises(ValueError, match="^[^\n]*holds a run of another script$"):
+                    script.module.parse_args(["--resume", result["run_dir"]])
 
 
 class RunsCode:
