@@ -231,6 +231,8 @@ def library_safe(train):
 
     @functools.wraps(train)  # its name, docstring and source stay the lesson's
     def checked_train(args):
+        if not isinstance(args, argparse.Namespace):  # train(["--flag", ...]), say
+            fail(f"train() takes parse_args()'s Namespace, not a {type(args).__name__}")
         parse_args(args)
         threads = torch.get_num_threads()
         deterministic = torch.are_deterministic_algorithms_enabled()
@@ -537,11 +539,11 @@ class Log:
         device = next(self.agent.parameters()).device
         try:
             eval_returns = evaluate(self.agent, eval_env, episodes, self.args.seed + 10_000, device)
+            eval_env.close()  # --capture-video's film of it is written here
         except KeyboardInterrupt:  # Ctrl-C in the evaluation: the run ends without it
             eval_returns = []
             self.interrupted = "SIGINT"
             say(f"{SCRIPT}: evaluation stopped by SIGINT")
-        eval_env.close()
         for episode, episode_return in enumerate(eval_returns):
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)
         if eval_returns:
@@ -638,6 +640,8 @@ if __name__ == "__main__":
     except (ValueError, FloatingPointError, ChildProcessError) as error:  # one line, no traceback
         print(error, file=sys.stderr)
         sys.exit(2 if isinstance(error, ValueError) else 1)  # 2: bad input; 1: the run failed
+    except KeyboardInterrupt:  # Ctrl-C before the loop (the envs, compiling) or after it
+        result = dict(interrupted="SIGINT")
     if result["interrupted"] == "SIGINT":  # end as Ctrl-C ends a program: a shell says 130
         import signal
 

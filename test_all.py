@@ -1857,6 +1857,28 @@ def test_a_namespace_value_that_no_flag_gives_is_refused_before_the_run(
 
 
 @by_name(SCRIPTS)
+def test_ctrl_c_before_the_loop_ends_the_command_as_ctrl_c_does(script, tmp_path):
+    # Ctrl-C while the envs are made (here: in the import of the env's module), as while the
+    # update compiles or the last logs are written: no traceback, the SIGINT exit status.
+    (tmp_path / "ctrl_c.py").write_text("raise KeyboardInterrupt\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path)}
+    argv = [sys.executable, str(script.path), "--env-id", "ctrl_c:Nothing-v0", "--run-dir", "run"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGINT and "Traceback" not in done.stderr, done.stderr
+
+
+@by_name(SCRIPTS)
+def test_train_of_anything_but_a_namespace_is_refused_in_one_line(script, capsys):
+    for args in (["--total-timesteps", "1000"], {}, None):
+        with pytest.raises(ValueError) as trained:
+            script.module.train(args)
+        assert one_line_error(capsys, trained, script) == (
+            f"{script.path.name}: error: train() takes parse_args()'s Namespace, not a "
+            f"{type(args).__name__}"
+        )
+
+
+@by_name(SCRIPTS)
 def test_a_namespace_of_another_rung_is_refused_before_the_run(script, tmp_path, capsys):
     other = next(
         s
@@ -2363,11 +2385,12 @@ SHARED += ("library_safe", "say", "check_namespace")
 # A bug fix (2026-11-27) put 3 lines into each train() with a critic: a rollout of reset steps
 # only (--num-steps 1) skipped, and the explained variance without Bessel's correction, defined
 # for one sample (ruff wraps it).
-# The same day, 22 lines of support code for promises a second pair of hands found broken:
+# The same day, 26 lines of support code for promises a second pair of hands found broken:
 # a Namespace of another rung, or with "0.001" or None for a number, refused in one line
-# (check_namespace, 17); Ctrl-C in the evaluation ends the run cleanly (5).
+# (check_namespace, 17), and anything but a Namespace (2); Ctrl-C in the evaluation ends the
+# run cleanly (5), and before or after the loop the command line ends without a traceback (2).
 LINES = {"reinforce": 162, "vpg": 212, "ppo": 217, "ppo_gae": 264, "ppo_continuous": 326}
-MAX_FILE_LINES = {"reinforce": 590, "vpg": 640, "ppo": 645, "ppo_gae": 695, "ppo_continuous": 766}
+MAX_FILE_LINES = {"reinforce": 594, "vpg": 644, "ppo": 649, "ppo_gae": 699, "ppo_continuous": 770}
 
 
 def first_line(module, name):
@@ -2391,7 +2414,7 @@ def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
     )
     main = lines.index('if __name__ == "__main__":')
     assert lines[main + 1 : main + 3] == ["    try:", "        result = train(parse_args())"]
-    assert main > len(lines) - 12  # the command line, last and short
+    assert main > len(lines) - 14  # the command line, last and short
 
 
 def test_the_support_code_is_word_for_word_the_same_in_every_script():

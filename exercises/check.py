@@ -202,30 +202,48 @@ def masked(folders):
     return hide
 
 
+TOPS = ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin")  # the system's, for Python
+
+
+def shown_folders():
+    """The folders every sandbox shows, read-only: the system's and Python's."""
+    tops = [Path(top) for top in TOPS if os.path.isdir(top) and not os.path.islink(top)]
+    return tops + python_folders()
+
+
+def shown_folder(path):
+    """The folder every sandbox shows that holds path where a child can read it (this
+    repository is hidden, but for a venv in it), or None: no class's hand-ins or grades there."""
+    path, repo = Path(path).resolve(), HERE.parent
+    for folder in shown_folders():
+        real = folder.resolve()
+        hidden = repo.is_relative_to(real) and path.is_relative_to(repo)  # the repository's tmpfs
+        if path.is_relative_to(real) and not hidden:
+            return folder
+    return None
+
+
 @cache
-def sandbox(*private):
+def sandbox():
     """bwrap's command up to the program to run (Session adds the student's folder, read-only,
     at /grading); None where bubblewrap is missing or cannot start on this machine. The child
-    sees the system's and Python's folders, read-only, less this repository and the `private`
-    folders (a class's hand-ins) wherever they lie in them: /usr/src/app, or a venv above."""
+    sees the system's and Python's folders, read-only, less this repository wherever it lies
+    in them (/usr/src/app, or a venv above it), at the path the child would see it by."""
     if sys.platform != "linux" or shutil.which("bwrap") is None:
         return None
     command = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
     command += ["--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    shown = []
-    for top in ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin"):
-        if os.path.islink(top):
+    for top in TOPS:
+        if os.path.islink(top):  # /bin -> usr/bin
             command += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            shown.append(Path(top))
-    shown += python_folders()
-    mounts = [(folder, ["--ro-bind", str(folder), str(folder)]) for folder in shown]
-    for place in {HERE.parent, *(Path(folder).resolve() for folder in private)}:
-        if any(place.is_relative_to(folder) for folder in shown):
-            mounts.append((place, ["--tmpfs", str(place)]))
-    for _, arguments in sorted(mounts, key=lambda mount: len(mount[0].parts)):  # stable
-        command += arguments  # parents first: a tmpfs hides all below it but a later bind
-    command += masked(shown)
+    mounts = {folder: ["--ro-bind", str(folder), str(folder)] for folder in shown_folders()}
+    for folder in list(mounts):  # a folder that is a symbolic link shows the repo by its path
+        if HERE.parent.is_relative_to(folder.resolve()):
+            place = folder / HERE.parent.relative_to(folder.resolve())
+            mounts[place] = ["--tmpfs", str(place)]
+    for place in sorted(mounts, key=lambda place: len(place.parts)):  # stable
+        command += mounts[place]  # parents first: a tmpfs hides all below it but a later bind
+    command += masked(shown_folders())
     command += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]  # no /dev/shm to fill
     command += ["--clearenv", "--setenv", "PATH", "/usr/bin"]
     command += ["--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
@@ -300,9 +318,10 @@ class Session:
         return code
 
     def busy(self, deadline):
-        """Whether the student's code left threads running in the child (or it cannot say)."""
+        """Whether the student's code left threads or processes running in the child (or it
+        cannot say)."""
         try:
-            return self.ask(["threads"], deadline, "threads")[1] != 1
+            return self.ask(["threads"], deadline, "threads")[1] != 0
         except Stop:
             return True
 
@@ -876,7 +895,7 @@ def from_notebook(rung, text):
                 elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name not in tops:
                     helpers.append(segment(lines, node))
                 elif constant(node):
-                    helpers.append(segment(lines, node))
+                    helpers.append(ast.unparse(node))  # the statement alone, not its line
     return "\n\n\n".join([template(rung), *helpers, *solutions]) + "\n"
 
 
@@ -898,7 +917,7 @@ def kept(source, others):
     keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
     lines = source.splitlines()
     return "\n\n".join(
-        segment(lines, node)
+        ast.unparse(node) if constant(node) else segment(lines, node)  # K = 1; more: K = 1
         for node in nodes
         if (isinstance(node, keep) or constant(node)) and getattr(node, "name", None) not in others
     )
@@ -1019,7 +1038,11 @@ def cell(text):
 def grade_folder(rung, folder, csv_path, limit, memory, trusted):
     if not Path(folder).is_dir():
         fail(f"no folder {folder}")
-    bwrap = sandbox(folder)  # the class's folder hidden from each student's child
+    for place in [folder, *([Path(csv_path).resolve().parent] if csv_path else [])]:
+        if shown_folder(place):  # the hand-ins or grades beside them: every student's to read
+            why = f"{shown_folder(place)}, which every student's sandbox shows, read-only"
+            fail(f"{place} lies in {why}: keep the class and its grades elsewhere")
+    bwrap = sandbox()
     if bwrap is None and not trusted:
         fail(
             "no sandbox: bubblewrap is not installed or cannot start here, and a class's files "

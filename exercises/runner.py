@@ -10,7 +10,7 @@ and it answers each with data:
                                     -> ["returned", result, leaves after the call, rng]
                                        or ["raised", type name, message, rng]
     ["grad", grads of the outputs]  -> ["grads", the gradient of each leaf, or None]
-    ["threads"]                     -> ["threads", how many of Python's threads are running]
+    ["threads"]                     -> ["threads", threads and processes more than at its start]
 
 `leaves` are the tensors of the arguments (plain tensors, and the parameters and buffers of a
 module such as an Agent), sent once and named by their place; a module is rebuilt here from its
@@ -31,13 +31,13 @@ import os
 import resource
 import sys
 import textwrap
-import threading
 import warnings
 
 import numpy
 import torch
 
 DEPTH = 32  # how deep a value may nest (a tuple of lists of ...)
+CONTAINERS = 1 << 16  # lists and dicts in one message: 4 MiB of [[]] took the grader 14 s, 1 GB
 MESSAGE_LIMIT = 1 << 22  # bytes in one message, either way (the largest case needs 1 MiB)
 
 
@@ -137,9 +137,10 @@ def dumps(message):
 
 
 def loads(data):
-    """A message, refused (ValueError) where it nests deeper than any value may: json's own
-    parser recurses, so the depth is counted first, outside strings."""
-    depth = deepest = 0
+    """A message, refused (ValueError) where it nests deeper than any value may (json's own
+    parser recurses) or holds more lists and dicts than any answer needs: counted first,
+    outside strings."""
+    depth = deepest = containers = 0
     in_string = escaped = False
     for byte in data:  # a loop in Python, over messages the grader bounds in size
         if in_string:
@@ -153,9 +154,12 @@ def loads(data):
             in_string = True
         elif byte in (0x5B, 0x7B):  # [ {
             depth += 1
+            containers += 1
             deepest = max(deepest, depth)
             if deepest > 2 * DEPTH + 8:
                 raise ValueError("a message nested too deep")
+            if containers > CONTAINERS:
+                raise ValueError("a message of too many values")
         elif byte in (0x5D, 0x7D):
             depth -= 1
     return json.loads(data)
@@ -208,6 +212,7 @@ class Child:
         self.module = None
         self.leaves = []
         self.outputs = []
+        self.running = running()  # before the student's file: python's and torch's threads
 
     def load(self, path):
         try:
@@ -312,8 +317,19 @@ class Child:
             [None if found.get(id(x)) is None else encode(found[id(x)]) for x in self.leaves],
         ]
 
-    def threads(self):  # 1: none but this one; more, and the grader starts a new child
-        return ["threads", threading.active_count()]
+    def threads(self):  # 0: nothing left running; more, and the grader starts a new child
+        return ["threads", running() - self.running]
+
+
+def running():
+    """This process's threads (threading's or not) and the processes it started, as the kernel
+    counts them: what a function can leave running beside the next."""
+    tasks = os.listdir("/proc/self/task")
+    children = []
+    for task in tasks:
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as file:
+            children += file.read().split()
+    return len(tasks) + len(children)
 
 
 def flat(value, depth=0):

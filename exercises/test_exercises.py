@@ -1675,6 +1675,12 @@ WHY = {  # (rung, name, its body, or code before the file) -> the start and end 
         "    return rewards * 0\n",
         "",
     ),
+    "70,000 lists": (  # more than any answer needs; 3.9 million took 14 s and 1 GB to read
+        "reinforce",
+        "discounted_returns",
+        "    return [[]] * 70_000\n",
+        "one env, (T, N) = (3, 1): sent what the grader cannot read",
+    ),
     "a tensor of no elements in 10**9 rows": (  # a Python list a row, read in the grader
         "reinforce",
         "discounted_returns",
@@ -1904,22 +1910,24 @@ def reinforce_loss(logprobs, returns):
     not (Path("/usr/src").is_dir() and Path("/usr/local/src").is_dir()),
     reason="needs /usr/src and /usr/local/src to put the course and a class there",
 )
-def test_the_repository_and_the_class_are_hidden_even_where_the_sandbox_shows_usr(tmp_path):
+def test_the_repository_is_hidden_even_where_the_sandbox_shows_usr(tmp_path):
     """In a container the course often lies under /usr (/usr/src/app), which the sandbox shows
-    its child read-only. Put there (by a bwrap of its own), neither the reference scripts nor
-    a classmate's hand-in can be read from a student's child."""
-    repo, folder = tmp_path / "repo", tmp_path / "handed_in"
+    its child read-only. Put there (by a bwrap of its own), neither the reference scripts nor a
+    classmate's hand-in (in a folder of the repository) can be read from a student's child; a
+    class kept elsewhere in /usr, beside whatever else is there, is refused."""
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
     skip = shutil.ignore_patterns(".*", "runs", "benchmarks", "docs", "*.ipynb", "__pycache__")
     shutil.copytree(ROOT, repo, ignore=skip)
-    folder.mkdir()
-    (folder / "ada.py").write_text(exercise_maker.exercise("reinforce", solved=True))
-    (folder / "mallory.py").write_text(SEEN.format(pattern="/usr/src/reinforce.py"))
-    (folder / "mia.py").write_text(SEEN.format(pattern="/usr/local/src/*.py"))
+    (repo / "handed_in").mkdir()
+    (repo / "handed_in" / "ada.py").write_text(exercise_maker.exercise("reinforce", solved=True))
+    (repo / "handed_in" / "mallory.py").write_text(SEEN.format(pattern="/usr/src/reinforce.py"))
+    (repo / "handed_in" / "mia.py").write_text(SEEN.format(pattern="/usr/src/handed_in/*.py"))
+    shutil.copytree(repo / "handed_in", elsewhere)
     outer = ["bwrap", "--dev-bind", "/", "/", "--bind", str(repo), "/usr/src"]
-    outer += ["--bind", str(folder), "/usr/local/src", "--chdir", "/"]
-    check = ["/usr/src/exercises/check.py", "reinforce", "--folder", "/usr/local/src"]
+    outer += ["--bind", str(elsewhere), "/usr/local/src", "--chdir", "/"]
+    check = [sys.executable, "/usr/src/exercises/check.py", "reinforce", "--folder"]
     done = subprocess.run(
-        [*outer, sys.executable, *check], capture_output=True, text=True, timeout=300
+        [*outer, *check, "/usr/src/handed_in"], capture_output=True, text=True, timeout=300
     )
     if done.stderr.startswith("bwrap:") or "no sandbox" in done.stderr:
         pytest.skip(f"a sandbox cannot start inside another here: {done.stderr.strip()}")
@@ -1928,6 +1936,16 @@ def test_the_repository_and_the_class_are_hidden_even_where_the_sandbox_shows_us
         "mallory  0 of 2      ✗ discounted_returns, ✗ reinforce_loss",
         "mia      0 of 2      ✗ discounted_returns, ✗ reinforce_loss",
     ], done.stdout
+    done = subprocess.run([*outer, *check, "/usr/local/src"], capture_output=True, text=True)
+    assert (
+        done.returncode == 2
+        and done.stdout == ""
+        and done.stderr
+        == (
+            "check.py: error: /usr/local/src lies in /usr, which every student's sandbox shows, "
+            "read-only: keep the class and its grades elsewhere\n"
+        )
+    )
 
 
 def read_or_empty(path):
