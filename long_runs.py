@@ -59,6 +59,14 @@ def say(line):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def plain(value):
+    """A flag's value as a checkpoint keeps it: torch's weights-only load, which --resume uses,
+    refuses a Path (a notebook's --run-dir) and numpy's numbers (a sweep's np.logspace)."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def fail(script, message):
     """Bad input: a ValueError whose message is the one line the script prints (exit status 2)."""
     raise ValueError(f"{script}: error: {' '.join(str(message).split())}")
@@ -211,11 +219,13 @@ class LongRun:
         rng += (torch.cuda.get_rng_state_all(),)  # [] without CUDA
         agent = copy.deepcopy(self.agent.state_dict())
         optimizer = copy.deepcopy(self.optimizer.state_dict())
+        for group in optimizer["param_groups"]:  # lr: a flag's value, maybe numpy's
+            group.update({key: plain(value) for key, value in group.items()})
         rms = [torch.from_numpy(np.array([r.mean, r.var, r.count])) for r in self.statistics()]
         state = dict(agent=agent, optimizer=optimizer, statistics=rms, rng=rng)
         state |= dict(iteration=self.iteration, global_step=self.global_step)
         state |= dict(episode_returns=list(self.episode_returns), wandb_id=self.wandb_id)
-        return state | dict(args=dict(vars(self.args)))
+        return state | dict(args={name: plain(value) for name, value in vars(self.args).items()})
 
     def restore(self, checkpoint):
         """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""

@@ -2668,6 +2668,21 @@ def test_a_run_resumed_with_a_new_learning_rate_steps_with_it(tmp_path):
     assert [e.value for e in rates] == pytest.approx([1e-2] * 4 + [1e-4] * 4)
 
 
+def test_a_notebooks_path_and_numpy_number_still_resume(tmp_path):
+    # A Namespace edited in a notebook: a Path for --run-dir, a learning rate from np.logspace.
+    # Torch's weights-only load refused the checkpoint that kept them as they were.
+    script = next(s for s in SCRIPTS if s.module is vpg)
+    argv = flags("--num-envs 2 --num-steps 64 --total-timesteps 256 --checkpoint-every 128")
+    args = vpg.parse_args([*argv, "--eval-episodes", "0"])
+    args.run_dir = tmp_path / "run"
+    args.learning_rate = np.logspace(-3, -2, 2)[0]
+    first = vpg.train(args)
+    saved = load_checkpoint(tmp_path / "run" / "checkpoint.pt")["args"]
+    assert saved["run_dir"] == str(tmp_path / "run") and type(saved["learning_rate"]) is float
+    again = run(script, tmp_path, "--resume", str(tmp_path / "run"), "--total-timesteps", "512")
+    assert again["global_step"] == 512 and first["global_step"] == 256
+
+
 def test_resume_refuses_the_run_of_another_script_in_one_line(tmp_path):
     runs = {}
     for script in SCRIPTS:
