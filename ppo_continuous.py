@@ -310,7 +310,9 @@ def train(args):
                 group = optimizer.param_groups[0]
                 group["lr"] = adapted_lr(group["lr"], kl, args.lr_target_kl, args.learning_rate)
 
-            # What to watch: the losses, and explained_variance (1: V(s) predicts the returns).
+            # What to watch: the losses, and explained_variance = 1 - Var(G - V) / Var(G) (1: V(s)
+            # predicts the returns). Var divides by n, not n - 1: one sample gives 0 / 0, unlogged.
+            unexplained = (b_returns - b_values).var(correction=0)  # Var(G - V)
             log.update(
                 iteration,
                 global_step,
@@ -320,8 +322,7 @@ def train(args):
                 grad_norm=grad_norm,  # |g| of the last minibatch, before clipping
                 approx_kl=approx_kl,
                 clipfrac=torch.stack(clipfracs).mean(),
-                explained_variance=1
-                - (b_returns - b_values).var(correction=0) / b_returns.var(correction=0),
+                explained_variance=1 - unexplained / b_returns.var(correction=0),
             )
     return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
 
@@ -421,9 +422,9 @@ def check_namespace(parser, args):
         if action.dest not in given:  # another script's Namespace, say
             parser.error(f"the Namespace has no {flag}: make it with parse_args(), then change it")
         value = given[action.dest]
-        number = action.type is not None and value != parsed[action.dest]  # "0.001", None
-        switch = action.nargs == 0 and not isinstance(value, bool)  # --cuda, --x/--no-x
-        if number or switch:
+        not_a_number = action.type is not None and value != parsed[action.dest]  # "0.001", None
+        not_a_switch = action.nargs == 0 and not isinstance(value, bool)  # --cuda: "False"
+        if not_a_number or not_a_switch:
             parser.error(f"{flag} is {value!r} in the Namespace, not a value of the flag")
 
 

@@ -253,9 +253,9 @@ def check_namespace(parser, args):
         if action.dest not in given:  # another script's Namespace, say
             parser.error(f"the Namespace has no {flag}: make it with parse_args(), then change it")
         value = given[action.dest]
-        number = action.type is not None and value != parsed[action.dest]  # "0.001", None
-        switch = action.nargs == 0 and not isinstance(value, bool)  # --cuda, --x/--no-x
-        if number or switch:
+        not_a_number = action.type is not None and value != parsed[action.dest]  # "0.001", None
+        not_a_switch = action.nargs == 0 and not isinstance(value, bool)  # --cuda: "False"
+        if not_a_number or not_a_switch:
             parser.error(f"{flag} is {value!r} in the Namespace, not a value of the flag")
 
 
