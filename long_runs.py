@@ -29,10 +29,8 @@ What LongRun needs from the script's Log, attribute by attribute:
     interrupted            what stopped training: None, "SIGINT" or "SIGTERM"
     writer                 the SummaryWriter, made in __enter__
 and the methods it extends: __init__, __enter__, __exit__, episodes, update, finish, eval_env
-and go_on. The script's LongRun may set, for its Agent and envs:
-    resume_keeps           flags that --resume cannot change (the rollout's shape, by default)
-    statistics()           running statistics beyond the Agent's state_dict (NormalizeReward's
-                           RunningMeanStd, say) that a checkpoint keeps; none by default
+and go_on. A checkpoint names the script that wrote it and its FORMAT; it keeps the running
+statistics of the envs' wrappers (NormalizeReward's, say) beside the Agent's state_dict.
 """
 
 import argparse
@@ -49,6 +47,9 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.wrappers.utils import RunningMeanStd
+
+FORMAT = 2  # of checkpoint.pt; 1 (before 2026-11-27) named no script
 
 
 def say(line):
@@ -78,13 +79,11 @@ class LongRun:
 
     resume_keeps = ("env_id", "num_envs", "num_steps")  # the rollout's shape
 
-    def statistics(self):  # running statistics a checkpoint keeps beyond the Agent's: none
-        return []
-
     @classmethod
     def checked_args(cls, parser, argv, args):
         """The flags of a long run, checked. --resume RUN_DIR: its checkpoint's, but those given;
-        those in resume_keeps cannot change. A new Namespace: the one given stays as it was."""
+        a flag the checkpoint predates takes its default; those in resume_keeps cannot change.
+        A new Namespace: the one given stays as it was."""
         script = parser.prog
         if args.load_model and (args.resume or args.checkpoint_every):
             why = "--load-model evaluates a saved model: it takes no --resume or --checkpoint-every"
@@ -92,15 +91,20 @@ class LongRun:
         if not args.resume:
             return args
         try:  # data only (weights_only): a file that would run code is refused, its code unrun
-            saved = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)["args"]
+            checkpoint = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)
+            saved = checkpoint["args"]
         except Exception:  # no such folder or file; objects or code; not a checkpoint
             why = f"{args.resume}/checkpoint.pt is missing or not one {script} wrote"
             fail(script, f"cannot --resume: {why}")
-        if (set(saved) ^ set(vars(args))) - {"wandb_id"}:  # (among the flags before 2026-11-27)
-            fail(script, f"cannot --resume: {args.resume} holds a run of another script")
-        resumed = parser.parse_args(argv, argparse.Namespace(**saved))  # flags given again win
+        writer = checkpoint.get("script") or written_by(saved, args, script)
+        if writer != script:
+            fail(script, f"cannot --resume: {args.resume} holds a run of {writer}")
+        if checkpoint.get("format", 1) > FORMAT:
+            fail(script, f"cannot --resume: {args.resume} was written by a newer {script}")
+        kept = {name: value for name, value in saved.items() if name in vars(args)}
+        resumed = parser.parse_args(argv, argparse.Namespace(**kept))  # flags given again win
         for name in cls.resume_keeps:
-            if getattr(resumed, name, None) != saved.get(name):
+            if getattr(resumed, name) != saved[name]:
                 flag = f"--{name.replace('_', '-')}"
                 fail(script, f"--resume: {flag} stays {saved[name]}, as in {args.resume}")
         resumed.run_dir = args.resume
@@ -225,15 +229,37 @@ class LongRun:
         state = dict(agent=agent, optimizer=optimizer, statistics=rms, rng=rng)
         state |= dict(iteration=self.iteration, global_step=self.global_step)
         state |= dict(episode_returns=list(self.episode_returns), wandb_id=self.wandb_id)
+        state |= dict(script=self.script, format=FORMAT)  # whose it is, for --resume
         return state | dict(args={name: plain(value) for name, value in vars(self.args).items()})
+
+    def statistics(self):
+        """The running statistics of the envs' wrappers, which the Agent's state_dict lacks
+        (NormalizeReward's, of the return): every RunningMeanStd among their attributes."""
+        found = []
+        envs = self.envs
+        while envs is not None:  # from the outermost wrapper in
+            found += [value for value in vars(envs).values() if isinstance(value, RunningMeanStd)]
+            envs = getattr(envs, "env", None)
+        return found
 
     def restore(self, checkpoint):
         """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
-        self.agent.load_state_dict(checkpoint["agent"])
-        self.optimizer.load_state_dict(checkpoint["optimizer"])
-        if self.args.learning_rate != checkpoint["args"]["learning_rate"]:  # given again: it wins
-            for group in self.optimizer.param_groups:
-                group["lr"] = self.args.learning_rate
+        saved = checkpoint["args"]
+        try:
+            self.agent.load_state_dict(checkpoint["agent"])
+        except RuntimeError:  # a flag given again that shapes the Agent (a layer's width)
+            places = ("resume", "run_dir")
+            changed = [k for k, v in vars(self.args).items() if saved.get(k, v) != v]
+            flags = [f"--{k.replace('_', '-')} {saved[k]}" for k in changed if k not in places]
+            why = f"{self.checkpoint} holds an Agent of other shapes than these flags make"
+            fail(self.script, f"--resume: {why}; give {', '.join(flags) or 'its flags'} as in it")
+        made = [dict(group) for group in self.optimizer.param_groups]  # as the flags set them
+        self.optimizer.load_state_dict(checkpoint["optimizer"])  # Adam's moments and steps
+        for group, settings in zip(self.optimizer.param_groups, made, strict=True):
+            lr = group["lr"]  # the run's own: annealed, or adapted by --lr-target-kl
+            group.update(settings)  # every setting as the flags say (eps, betas, ...)
+            if self.args.learning_rate == saved["learning_rate"]:  # not given again: it goes on
+                group["lr"] = lr
         kept = checkpoint.get("statistics", checkpoint.get("return_rms"))  # before 2026-11-27
         for rms, statistics in zip(self.statistics(), kept, strict=True):
             rms.mean, rms.var, rms.count = statistics.tolist()  # float64, as they were
@@ -284,6 +310,12 @@ class LongRun:
             fail(self.script, "--track needs wandb: pip install wandb")
         except Exception as error:  # not logged in, no network, a bad project name
             fail(self.script, f"--track: {error}; with no W&B account, set WANDB_MODE=offline")
+
+
+def written_by(saved, args, script):
+    """The script of a checkpoint that names none (format 1, before 2026-11-27): this one if
+    it knows every flag kept there, else another."""
+    return script if set(saved) - {"wandb_id"} <= set(vars(args)) else "another script"
 
 
 class EnvProcesses(gym.vector.VectorWrapper):

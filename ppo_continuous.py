@@ -34,10 +34,13 @@ import torch.nn as nn
 from torch.distributions import Normal
 from torch.utils.tensorboard import SummaryWriter
 
+ACTIONS = "Box"  # the policy's: a Gaussian on each dimension of a flat Box (ppo_gae.py: Discrete)
+
 
 def hyperparameters(parser):
     """The algorithm's flags and their defaults; parse_args, below, adds those of the run."""
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
+    log_sigma = checked(float, lambda x: -20 <= x <= 20, "in [-20, 20]")  # sigma: 2e-9 to 5e8
     arg("--env-id", default="Pendulum-v1", help="Gymnasium env id, with Box actions")
     arg("--seed", type=nonnegative_int, default=1, help="seed of python, numpy, torch and the envs")
     arg("--total-timesteps", type=positive_int, default=150_000, help="env steps to train for")
@@ -61,6 +64,15 @@ def hyperparameters(parser):
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
     arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
     arg("--lr-target-kl", type=positive_float, default=None, help="adapt lr (<= start) to this KL")
+
+
+def flag_conflict(args):
+    """Why these flags' values cannot go together, in one line; None if they can."""
+    if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
+        return f"--num-envs x --num-steps = {batch} does not split into --num-minibatches"
+    if args.lr_target_kl is not None and args.anneal_lr:
+        return "--lr-target-kl sets the learning rate itself: add --no-anneal-lr"
+    return None
 
 
 def layer_init(layer, std=2**0.5, bias=0.0):
@@ -136,6 +148,12 @@ class Agent(nn.Module):
         return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
 
 
+def greedy_action(agent, obs):
+    """The final evaluation's action in obs, float32 (obs_dim,): the mean mu(s) of the
+    observation normalized with the statistics frozen (the env clips it to its bounds)."""
+    return agent.actor_mean(agent.obs_norm(obs)).cpu().numpy()
+
+
 def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
     """Generalized advantage estimates and the value targets, time along dim 0.
 
@@ -188,7 +206,10 @@ def adapted_lr(lr, kl, target_kl, max_lr):
 
 def train(args):
     device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
-    envs = make_env(args)  # --num-envs copies of --env-id, below
+    envs = make_env(args, device)  # --num-envs copies of --env-id, below
+    # Rewards / the running std of the discounted return, clipped: value targets of one scale
+    envs = gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma)
+    envs = gym.wrappers.vector.ClipReward(envs, -10.0, 10.0)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(
         obs_dim, action_dim, log_std_init=args.log_std_init, critic_hidden=args.critic_hidden
@@ -404,10 +425,8 @@ def parse_args(argv=None):
             args = LongRun.checked_args(parser, argv, args)
     if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
-    if args.lr_target_kl is not None and args.anneal_lr:
-        parser.error("--lr-target-kl sets the learning rate itself: add --no-anneal-lr")
-    if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
-        parser.error(f"--num-envs x --num-steps = {batch} does not split into --num-minibatches")
+    if conflict := flag_conflict(args):  # the lesson's: values its flags cannot take together
+        parser.error(conflict)
     return args
 
 
@@ -445,7 +464,6 @@ nonnegative_int = checked(int, lambda n: n >= 0, "an integer >= 0")
 positive_float = checked(float, lambda x: 0 < x <= 1e9, "in (0, 1e9]")  # Adam: float32 steps
 nonnegative_float = checked(float, lambda x: x >= 0, "a number >= 0")
 unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
-log_sigma = checked(float, lambda x: -20 <= x <= 20, "in [-20, 20]")
 
 
 def set_up(args):
@@ -469,8 +487,7 @@ def set_up(args):
 
 def compiles(device):
     """Whether torch.compile works here (a backend, a C++ compiler; on a GPU, Triton): a tiny
-    compile, then one warning line, not a traceback at the first update. It costs a --compile
-    run nothing it can see: 7.8-9.9 s with it, 7.7-11.4 s without (ppo_gae.py, 1,024 steps)."""
+    compile (no cost a run can see), then one warning line, not a traceback at the first update."""
     try:
         torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
         return True
@@ -504,14 +521,18 @@ def find_spec(env_id):  # for gymnasium's "module:EnvId", importing module regis
     return gym.spec(env_id.split(":")[-1])
 
 
-def make_env(args):
+def make_env(args, device):
     """The flags' envs, stepped together. Gymnasium 1.x resets one on the step AFTER its end."""
     env_id = args.env_id
     try:
+        spec = find_spec(env_id)
+        in_torch = "device" in spec.kwargs  # an env in torch (envs/cartpole_torch.py), on `device`
         render_mode = "rgb_array" if args.capture_video else None  # to film
         kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
-        kwargs["max_episode_steps"] = find_spec(env_id).max_episode_steps or 1000  # if none: cut
-        if args.async_envs:  # each env in a process of its own
+        kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # if none: cut
+        if in_torch:
+            envs = gym.make_vec(env_id, num_envs=args.num_envs, device=device)
+        elif args.async_envs:  # each env in a process of its own
             from long_runs import EnvProcesses
 
             envs = EnvProcesses(env_id, kwargs, SCRIPT)
@@ -519,16 +540,24 @@ def make_env(args):
             envs = gym.make_vec(env_id, **kwargs)
     except Exception as error:  # unknown id or module, no MuJoCo, a MUJOCO_GL that fails
         fail(f"cannot make {env_id}: {error}")
+    check_actions(envs.single_action_space, env_id)
+    if in_torch:  # tensors in and out; it records each episode's return itself
+        return envs
     if needs_flattening(envs.single_observation_space, env_id):
         envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
-    actions = envs.single_action_space
-    if not isinstance(actions, gym.spaces.Box) or len(actions.shape) != 1:  # a Gaussian a dim
-        kind = f"{actions} actions; {SCRIPT} needs Box ones of one dimension"
-        fail(f"{env_id} has {kind}: use ppo_gae.py for Discrete actions")
-    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)  # raw returns, before scaling
-    envs = gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma)  # r / std(return)
-    envs = gym.wrappers.vector.ClipReward(envs, -10.0, 10.0)
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)  # the env's own returns
     return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
+
+
+def check_actions(space, env_id):
+    """One line unless the lesson's policy draws `space`'s actions (ACTIONS, at the top)."""
+    kinds = {"Discrete": "Discrete ones from 0", "Box": "Box ones of one dimension"}
+    scripts = {"Discrete": "use ppo_gae.py", "Box": "use ppo_continuous.py"}
+    kind = "Discrete" if isinstance(space, gym.spaces.Discrete) and space.start == 0 else None
+    kind = "Box" if isinstance(space, gym.spaces.Box) and len(space.shape) == 1 else kind
+    if kind != ACTIONS:
+        use = scripts.get(kind, "no script of this ladder takes them")
+        fail(f"{env_id} has {space} actions; {SCRIPT} needs {kinds[ACTIONS]}: {use}")
 
 
 def make_eval_env(env_id, render_mode=None):
@@ -537,21 +566,21 @@ def make_eval_env(env_id, render_mode=None):
     env = gym.make(env_id, max_episode_steps=steps, render_mode=render_mode)
     if needs_flattening(env.observation_space, env_id):
         env = gym.wrappers.FlattenObservation(env)  # e.g. Discrete(16): one-hot of 16
+    if isinstance(env.action_space, gym.spaces.Box):  # a Gaussian's mean, within the bounds
+        env = gym.wrappers.ClipAction(env)
     return env
 
 
+@torch.no_grad()
 def evaluate(agent, env, episodes, seed, device):
-    """Returns of episodes that take the mean action mu(s), clipped; statistics frozen."""
-    low, high = env.action_space.low, env.action_space.high
+    """Returns of `episodes` episodes that take the lesson's greedy_action in every state."""
     returns = []
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
         done, episode_return = False, 0.0
         while not done:
-            with torch.no_grad():
-                x = agent.obs_norm(torch.as_tensor(obs, dtype=torch.float32, device=device))
-                action = agent.actor_mean(x).cpu().numpy()
-            obs, reward, terminated, truncated, _ = env.step(np.clip(action, low, high))
+            x = torch.as_tensor(obs, dtype=torch.float32, device=device)
+            obs, reward, terminated, truncated, _ = env.step(greedy_action(agent, x))
             episode_return += float(reward)
             done = terminated or truncated
         returns.append(episode_return)
@@ -696,15 +725,7 @@ def long_run_class(args):
         given = [f"--{flag.replace('_', '-')}" for flag in LONG_RUN_FLAGS if getattr(args, flag)]
         fail(f"{' '.join(given)} needs long_runs.py: put it beside {SCRIPT}, from its repository")
 
-    class LongRun(long_runs.LongRun, Log):
-        """A Log that also checkpoints, goes on from a checkpoint, films and syncs to W&B."""
-
-        resume_keeps = ("env_id", "num_envs", "num_steps", "critic_hidden")  # the critic's too
-
-        def statistics(self):  # NormalizeReward's, of the return: a checkpoint keeps them too
-            return [self.envs.env.env.return_rms]
-
-    return LongRun
+    return type("LongRun", (long_runs.LongRun, Log), {})  # a Log that checkpoints, films, ...
 
 
 def load_weights(agent, path):

@@ -1330,7 +1330,10 @@ def test_actions_that_no_script_gives_are_refused_in_one_line(env_id, tmp_path):
     needs = "Discrete ones from 0" if scripts[0].discrete else "Box ones of one dimension"
     for script in scripts:
         name = script.path.name
-        line = f"^{name}: error: probes/{env_id}-v0 has [^\n]* actions; {name} needs {needs}: use "
+        none = "no script of this ladder takes them$"  # not another script, which would refuse it
+        line = (
+            f"^{name}: error: probes/{env_id}-v0 has [^\n]* actions; {name} needs {needs}: {none}"
+        )
         with pytest.raises(ValueError, match=line):
             run(script, tmp_path / script.name, "--env-id", f"probes/{env_id}-v0")
         assert not (tmp_path / script.name / "run").exists()  # refused before the run's folder
@@ -2245,7 +2248,7 @@ def a_log(script, run_dir, *argv):
     """The script's own Log, as train() makes it, over the script's env and a fresh Agent."""
     module = script.module
     args = module.parse_args(["--env-id", script.env_id, "--run-dir", str(run_dir), *argv])
-    envs = module.make_env(args, torch.device("cpu")) if script.discrete else module.make_env(args)
+    envs = module.make_env(args, torch.device("cpu"))
     agent = module.Agent(4, 2) if script.discrete else module.Agent(3, 1)  # CartPole, Pendulum
     optimizer = torch.optim.Adam(agent.parameters(), lr=0.25)
     return module.Log(args, str(run_dir), agent, optimizer, envs)
@@ -2354,82 +2357,79 @@ def test_one_torch_thread_for_small_rollouts_every_core_for_large(script, tmp_pa
 # 10. The shape of a script: the lesson first, one divider, then the support code
 # ----------------------------------------------------------------------------------------------
 
-RULE = "=" * 8
-DIVIDER = (
-    f"# {RULE} End of the lesson. Below: support code (flags, envs, logs, checks); skip it. {RULE}"
-)
-# What a reader meets above the divider, and below it (where a script has the name).
-LESSON = ("hyperparameters", "layer_init", "RunningNorm", "Agent", "discounted_returns")
-LESSON += ("reinforce_loss", "vpg_loss")
-LESSON += ("compute_gae", "ppo_loss", "value_loss", "train")
+# tools/support.py: the command that keeps the five copies of the support code in step
+_spec = importlib.util.spec_from_file_location("support", ROOT / "tools" / "support.py")
+support = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(support)
+# What a reader meets above the divider, and below it.
+LESSON = ("ACTIONS", "hyperparameters", "flag_conflict", "layer_init", "RunningNorm", "Agent")
+LESSON += ("greedy_action", "discounted_returns", "reinforce_loss", "vpg_loss", "compute_gae")
+LESSON += ("ppo_loss", "value_loss", "adapted_lr", "train")
 SUPPORT = ("set_up", "checked", "parse_args", "needs_flattening", "make_env", "make_eval_env")
 SUPPORT += ("find_spec", "evaluate", "Log", "long_run_class", "start_log", "log_episodes", "fail")
 SUPPORT += ("check_finite", "library_safe", "say", "compiles", "load_weights", "check_namespace")
-# The support code that is word for word the same in every script.
-SHARED = ("set_up", "checked", "find_spec", "needs_flattening", "Log", "start_log")
-SHARED += ("log_episodes", "fail", "check_finite", "make_eval_env", "compiles", "load_weights")
-SHARED += ("library_safe", "say", "check_namespace")
-# Lines to the end of train(): what a reader pays for the lesson, its hyperparameters included
-# (issue 59 put them before train()). No script grows: a new capability is paid for by simpler
-# support code. The files' lengths of 2026-11-26, when long_runs.py took the machinery of long
-# runs, are the ceiling.
-# Issue 65 (every promise kept) cost the support code 47 lines that nothing in it could pay for
-# without packing: train() as a library (library_safe: its Namespace checked, torch's settings
-# given back however it ends), the run folder that holds a run refused, say() for a closed pipe,
-# the exit by SIGINT after Ctrl-C.
-# Issue 66 (the support code, plain) put 5 lines into train(): --load-model as a plain branch and
-# the compile probe as a question; and 26 into the support code: --torch-deterministic that does
-# what it says (torch's deterministic mode, cuBLAS's workspace, both given back), the class of
-# long runs as a statement, the probe that changes no args.
-# A bug fix (2026-11-27) put 4 lines into each train() with a critic: a rollout of reset steps
-# only (--num-steps 1) skipped, and the explained variance without Bessel's correction (one
-# sample: 0 / 0, not logged, and no warning), its equation in the comment.
-# The same day, 26 lines of support code for promises a second pair of hands found broken:
-# a Namespace of another rung, or with "0.001" or None for a number, refused in one line
-# (check_namespace, 17), and anything but a Namespace (2); Ctrl-C in the evaluation ends the
-# run cleanly (5), and before or after the loop the command line ends without a traceback (2).
-LINES = {"reinforce": 162, "vpg": 213, "ppo": 218, "ppo_gae": 265, "ppo_continuous": 327}
-MAX_FILE_LINES = {"reinforce": 594, "vpg": 645, "ppo": 650, "ppo_gae": 700, "ppo_continuous": 771}
+# The ceilings. A lesson is what a student reads before the divider, in one sitting: it grows
+# only by its algorithm, with room for a flag or two. The support code, one text in all five,
+# never grows past its longest copy when it became one text (441 lines after the divider): a
+# new capability is paid for by simpler support code.
+LESSON_LINES = {"reinforce": 185, "vpg": 235, "ppo": 240, "ppo_gae": 290, "ppo_continuous": 360}
+SUPPORT_LINES = 441
 
 
 def first_line(module, name):
-    return inspect.getsourcelines(getattr(module, name))[1]
+    value = getattr(module, name)
+    if isinstance(value, str):  # a constant: the line that sets it
+        return next(i for i, line in enumerate(source_lines(module), 1) if line.startswith(name))
+    return inspect.getsourcelines(value)[1]
+
+
+def source_lines(module):
+    return Path(module.__file__).read_text().splitlines()
 
 
 @by_name(SCRIPTS)
 def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
-    module, lines = script.module, script.path.read_text().splitlines()
-    assert lines.count(DIVIDER) == 1
-    divider = lines.index(DIVIDER) + 1
+    module, lines = script.module, source_lines(script.module)
+    divider = lines.index(support.DIVIDER.rstrip("\n")) + 1
     lesson = [first_line(module, name) for name in LESSON if hasattr(module, name)]
-    support = [first_line(module, name) for name in SUPPORT if hasattr(module, name)]
-    assert max(lesson) == first_line(module, "train") < divider < min(support)
-    assert len(support) == len(SUPPORT)
+    below = [first_line(module, name) for name in SUPPORT]
+    assert max(lesson) == first_line(module, "train") < divider < min(below)
+    assert {"ACTIONS", "flag_conflict", "greedy_action"} <= set(vars(module))  # what it reads
     assert first_line(module, "Agent") <= 150
-    end_of_train = first_line(module, "train") + len(inspect.getsourcelines(module.train)[0]) - 1
-    assert end_of_train <= LINES[script.name] and len(lines) <= MAX_FILE_LINES[script.name], (
-        end_of_train,
-        len(lines),
-    )
+    assert divider - 1 <= LESSON_LINES[script.name], divider - 1
+    assert len(lines) - divider <= SUPPORT_LINES, len(lines) - divider
     main = lines.index('if __name__ == "__main__":')
     assert lines[main + 1 : main + 3] == ["    try:", "        result = train(parse_args())"]
     assert main > len(lines) - 14  # the command line, last and short
 
 
-def test_the_support_code_is_word_for_word_the_same_in_every_script():
-    for name in SHARED:
-        sources = {inspect.getsource(getattr(s.module, name)) for s in SCRIPTS}
-        assert len(sources) == 1, name
-    # the rest of the flags' own code, too, from `def parse_args` to the first flag
-    heads = {inspect.getsource(s.module.parse_args).split("over 2**24")[0] for s in SCRIPTS}
-    assert len(heads) == 1
-    # and the class of long runs, but what ppo_continuous's NormalizeReward adds to a checkpoint
-    classes = {
-        inspect.getsource(s.module.long_run_class)
-        for s in SCRIPTS
-        if s.module is not ppo_continuous
+def test_the_support_code_is_one_text_in_every_script():
+    assert support.differences() == []
+    assert support.SCRIPTS == tuple(s.path.name for s in SCRIPTS)
+
+
+def test_one_command_writes_the_support_code_of_one_script_into_the_others(tmp_path):
+    for name in [*support.SCRIPTS, "tools/support.py"]:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    vpg_py = tmp_path / "vpg.py"
+    lessons = {
+        name: (tmp_path / name).read_text().split(support.DIVIDER)[0] for name in support.SCRIPTS
     }
-    assert len(classes) == 1
+    edited = vpg_py.read_text().replace("def say(line):", "def say(line):  # edited", 1)
+    vpg_py.write_text(edited)
+    line = edited.splitlines().index("def say(line):  # edited") + 1
+    check = cli(["tools/support.py"], tmp_path)
+    assert check.returncode == 1 and check.stdout == ""
+    assert check.stderr.startswith(f"vpg.py:{line}: 'def say(line):  # edited\\n', where ")
+    assert len(check.stderr.splitlines()) == 2  # the one copy, and what to do
+    write = cli(["tools/support.py", "vpg.py"], tmp_path)
+    assert write.returncode == 0, write.stderr
+    assert write.stdout.count("wrote vpg.py's support code into") == 4
+    for name in support.SCRIPTS:
+        text = (tmp_path / name).read_text()
+        assert text.split(support.DIVIDER) == [lessons[name], edited.split(support.DIVIDER)[1]]
+    assert cli(["tools/support.py"], tmp_path).returncode == 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2646,6 +2646,7 @@ def test_a_checkpoint_written_before_the_statistics_key_still_resumes(tmp_path):
     saved = load_checkpoint(path)
     saved["return_rms"] = saved.pop("statistics")
     saved["args"]["wandb_id"] = saved.pop("wandb_id")
+    del saved["script"], saved["format"]  # format 1 named no script: its flags are this one's
     torch.save(saved, path)
     argv = ("--resume", first["run_dir"], "--total-timesteps", "1024", "--eval-episodes", "0")
     again = run(script, tmp_path, *argv)
@@ -2689,9 +2690,66 @@ def test_resume_refuses_the_run_of_another_script_in_one_line(tmp_path):
             runs[script.name] = tiny(script, tmp_path / script.name, "--checkpoint-every", "128")
     for script in SCRIPTS:
         for name, result in runs.items():
-            if name != script.name:  # ppo_continuous's flags are ppo_gae's and three more
-                with pytest.raises(ValueError, match="^[^\n]*holds a run of another script$"):
+            if name != script.name:  # by the name the checkpoint holds, not by its flags
+                with pytest.raises(ValueError, match=f"^[^\n]*holds a run of {name}.py$"):
                     script.module.parse_args(["--resume", result["run_dir"]])
+
+
+@by_name(SCRIPTS)
+def test_a_checkpoint_names_its_script_and_resumes_after_a_flag_is_added(script, tmp_path):
+    first = tiny(script, tmp_path, "--checkpoint-every", "256", "--gamma", "0.9")
+    path = Path(first["run_dir"]) / "checkpoint.pt"
+    saved = load_checkpoint(path)
+    assert (saved["script"], saved["format"]) == (script.path.name, long_runs.FORMAT)
+    hyperparameters = script.module.hyperparameters
+
+    def and_a_new_flag(parser):  # a flag added after the checkpoint was written
+        hyperparameters(parser)
+        parser.add_argument("--new-flag", type=int, default=7)
+
+    with mock.patch.object(script.module, "hyperparameters", and_a_new_flag):
+        args = script.module.parse_args(["--resume", first["run_dir"]])
+        assert (args.new_flag, args.gamma, args.run_dir) == (7, 0.9, first["run_dir"])
+        args = script.module.parse_args(["--resume", first["run_dir"], "--new-flag", "3"])
+        assert args.new_flag == 3
+    # A flag the checkpoint predates takes its default; one it kept that is gone, none.
+    saved["args"]["gone_flag"] = 1
+    del saved["args"]["gamma"]
+    torch.save(saved, path)
+    args = script.module.parse_args(["--resume", first["run_dir"]])
+    assert args.gamma == script.module.parse_args([]).gamma and not hasattr(args, "gone_flag")
+    # One written by a newer format is refused in one line.
+    torch.save(saved | dict(format=long_runs.FORMAT + 1), path)
+    with pytest.raises(ValueError, match=f"^{script.path.name}: error: [^\n]* by a newer "):
+        script.module.parse_args(["--resume", first["run_dir"]])
+
+
+@by_name(SCRIPTS)
+def test_every_optimizer_setting_on_resume_is_the_flags(script, tmp_path, monkeypatch):
+    # Adam's settings come back with its state: each must be what the flags make, given again
+    # or at their default; the learning rate stays the run's own unless given again.
+    first = tiny(script, tmp_path, "--checkpoint-every", "128")
+    path = Path(first["run_dir"]) / "checkpoint.pt"
+    saved = load_checkpoint(path)
+    group = saved["optimizer"]["param_groups"][0]
+    group |= dict(eps=0.125, betas=(0.5, 0.25), weight_decay=0.5, lr=0.0625)
+    torch.save(saved, path)
+    restore, seen = long_runs.LongRun.restore, []
+
+    def restore_and_look(self, checkpoint):
+        made = [dict(group) for group in self.optimizer.param_groups]
+        restore(self, checkpoint)
+        seen.append((made, self.optimizer.param_groups))
+
+    monkeypatch.setattr(long_runs.LongRun, "restore", restore_and_look)
+    monkeypatch.setattr(script.module.Log, "iterations", lambda self, n: range(0))  # no update
+    run(script, tmp_path, "--resume", first["run_dir"])
+    run(script, tmp_path, "--resume", first["run_dir"], "--learning-rate", "0.00123")
+    for (made, groups), lr in zip(seen, [0.0625, 0.00123], strict=True):
+        for name, value in made[0].items():
+            if name != "params":
+                assert groups[0][name] == (lr if name == "lr" else value), name
+    assert seen[0][1][0]["eps"] != 0.125 and seen[0][1][0]["betas"] != (0.5, 0.25)
 
 
 class RunsCode:
@@ -2781,8 +2839,6 @@ def test_resume_takes_the_saved_flags_and_those_given_again(script, tmp_path, ca
         "--checkpoint-every 100 --load-model x.pt": "--load-model",
         "--checkpoint-every -1": "--checkpoint-every",
     }
-    if script.module is ppo_continuous:  # another critic's shapes would not load
-        refused[f"--resume {first['run_dir']} --critic-hidden 32"] = "--critic-hidden stays"
     for argv, says in refused.items():
         with pytest.raises((SystemExit, ValueError)) as exc:  # argparse's, or a refusal
             script.module.parse_args(argv.split())
@@ -2790,6 +2846,12 @@ def test_resume_takes_the_saved_flags_and_those_given_again(script, tmp_path, ca
         assert exc.type is ValueError or exc.value.code == 2, argv
         assert says in err and "Traceback" not in err, (argv, err)
         assert len(err.splitlines()) == 1 or err.startswith("usage:"), err
+    if script.module is ppo_continuous:  # another critic's shapes do not load: which flag
+        with pytest.raises(ValueError) as exc:
+            run(script, tmp_path, "--resume", first["run_dir"], "--critic-hidden", "32")
+        assert one_line_error(capsys, exc, script).endswith(
+            "holds an Agent of other shapes than these flags make; give --critic-hidden 64 as in it"
+        )
 
 
 # ----------------------------------------------------------------------------------------------

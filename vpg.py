@@ -39,6 +39,8 @@ import torch.nn as nn
 from torch.distributions import Categorical
 from torch.utils.tensorboard import SummaryWriter
 
+ACTIONS = "Discrete"  # the policy's: a categorical over actions 0..n-1 (ppo_continuous.py: Box)
+
 
 def hyperparameters(parser):
     """The algorithm's flags and their defaults; parse_args, below, adds those of the run."""
@@ -53,6 +55,11 @@ def hyperparameters(parser):
     arg("--bootstrap-truncation", action=on_off, default=True, help="off shows the time-limit bug")
     arg("--train-pi-iters", type=positive_int, default=1, help="policy steps per rollout")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
+
+
+def flag_conflict(args):
+    """Why these flags' values cannot go together, in one line; None if they can."""
+    return None  # any values of them can (ppo_gae.py's minibatches have a rule)
 
 
 class Agent(nn.Module):
@@ -84,6 +91,11 @@ class Agent(nn.Module):
         if action is None:
             action = dist.sample()
         return action, dist.log_prob(action), dist.entropy(), self.critic(x)
+
+
+def greedy_action(agent, obs):
+    """The final evaluation's action in obs, float32 (obs_dim,): the surest, argmax_a pi(a|s)."""
+    return agent.actor(obs).argmax().item()
 
 
 def discounted_returns(rewards, dones, gamma, last_value=None):
@@ -290,6 +302,8 @@ def parse_args(argv=None):
             args = LongRun.checked_args(parser, argv, args)
     if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
+    if conflict := flag_conflict(args):  # the lesson's: values its flags cannot take together
+        parser.error(conflict)
     return args
 
 
@@ -325,6 +339,7 @@ def checked(convert, ok, must_be):
 positive_int = checked(int, lambda n: n > 0, "a positive integer")
 nonnegative_int = checked(int, lambda n: n >= 0, "an integer >= 0")
 positive_float = checked(float, lambda x: 0 < x <= 1e9, "in (0, 1e9]")  # Adam: float32 steps
+nonnegative_float = checked(float, lambda x: x >= 0, "a number >= 0")
 unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
@@ -349,8 +364,7 @@ def set_up(args):
 
 def compiles(device):
     """Whether torch.compile works here (a backend, a C++ compiler; on a GPU, Triton): a tiny
-    compile, then one warning line, not a traceback at the first update. It costs a --compile
-    run nothing it can see: 7.8-9.9 s with it, 7.7-11.4 s without (ppo_gae.py, 1,024 steps)."""
+    compile (no cost a run can see), then one warning line, not a traceback at the first update."""
     try:
         torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
         return True
@@ -389,12 +403,13 @@ def make_env(args, device):
     env_id = args.env_id
     try:
         spec = find_spec(env_id)
-        if "device" in spec.kwargs:  # an env in torch (envs/cartpole_torch.py), on `device`
-            return gym.make_vec(env_id, num_envs=args.num_envs, device=device)
+        in_torch = "device" in spec.kwargs  # an env in torch (envs/cartpole_torch.py), on `device`
         render_mode = "rgb_array" if args.capture_video else None  # to film
         kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
         kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # if none: cut
-        if args.async_envs:  # each env in a process of its own
+        if in_torch:
+            envs = gym.make_vec(env_id, num_envs=args.num_envs, device=device)
+        elif args.async_envs:  # each env in a process of its own
             from long_runs import EnvProcesses
 
             envs = EnvProcesses(env_id, kwargs, SCRIPT)
@@ -402,14 +417,24 @@ def make_env(args, device):
             envs = gym.make_vec(env_id, **kwargs)
     except Exception as error:  # unknown id or module, no MuJoCo, a MUJOCO_GL that fails
         fail(f"cannot make {env_id}: {error}")
+    check_actions(envs.single_action_space, env_id)
+    if in_torch:  # tensors in and out; it records each episode's return itself
+        return envs
     if needs_flattening(envs.single_observation_space, env_id):
         envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
-    actions = envs.single_action_space
-    if not isinstance(actions, gym.spaces.Discrete) or actions.start != 0:  # the policy's 0..n-1
-        kind = f"{actions} actions; {SCRIPT} needs Discrete ones from 0"
-        fail(f"{env_id} has {kind}: use ppo_continuous.py for Box actions")
-    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)  # the env's own returns
     return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
+
+
+def check_actions(space, env_id):
+    """One line unless the lesson's policy draws `space`'s actions (ACTIONS, at the top)."""
+    kinds = {"Discrete": "Discrete ones from 0", "Box": "Box ones of one dimension"}
+    scripts = {"Discrete": "use ppo_gae.py", "Box": "use ppo_continuous.py"}
+    kind = "Discrete" if isinstance(space, gym.spaces.Discrete) and space.start == 0 else None
+    kind = "Box" if isinstance(space, gym.spaces.Box) and len(space.shape) == 1 else kind
+    if kind != ACTIONS:
+        use = scripts.get(kind, "no script of this ladder takes them")
+        fail(f"{env_id} has {space} actions; {SCRIPT} needs {kinds[ACTIONS]}: {use}")
 
 
 def make_eval_env(env_id, render_mode=None):
@@ -418,19 +443,21 @@ def make_eval_env(env_id, render_mode=None):
     env = gym.make(env_id, max_episode_steps=steps, render_mode=render_mode)
     if needs_flattening(env.observation_space, env_id):
         env = gym.wrappers.FlattenObservation(env)  # e.g. Discrete(16): one-hot of 16
+    if isinstance(env.action_space, gym.spaces.Box):  # a Gaussian's mean, within the bounds
+        env = gym.wrappers.ClipAction(env)
     return env
 
 
+@torch.no_grad()
 def evaluate(agent, env, episodes, seed, device):
-    """Returns of `episodes` episodes that take the most likely action, argmax_a pi(a|s)."""
+    """Returns of `episodes` episodes that take the lesson's greedy_action in every state."""
     returns = []
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
         done, episode_return = False, 0.0
         while not done:
-            with torch.no_grad():
-                logits = agent.actor(torch.as_tensor(obs, dtype=torch.float32, device=device))
-            obs, reward, terminated, truncated, _ = env.step(logits.argmax().item())
+            x = torch.as_tensor(obs, dtype=torch.float32, device=device)
+            obs, reward, terminated, truncated, _ = env.step(greedy_action(agent, x))
             episode_return += float(reward)
             done = terminated or truncated
         returns.append(episode_return)
@@ -575,10 +602,7 @@ def long_run_class(args):
         given = [f"--{flag.replace('_', '-')}" for flag in LONG_RUN_FLAGS if getattr(args, flag)]
         fail(f"{' '.join(given)} needs long_runs.py: put it beside {SCRIPT}, from its repository")
 
-    class LongRun(long_runs.LongRun, Log):
-        """A Log that also checkpoints, goes on from a checkpoint, films and syncs to W&B."""
-
-    return LongRun
+    return type("LongRun", (long_runs.LongRun, Log), {})  # a Log that checkpoints, films, ...
 
 
 def load_weights(agent, path):

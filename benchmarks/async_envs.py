@@ -40,7 +40,7 @@ def raw_rate(env_id, num_envs, processes, steps):
     """Env steps per second with random actions, through the scripts' own make_env."""
     argv = ["--env-id", env_id, "--num-envs", str(num_envs), "--gamma", "0.99"]
     argv += ["--async-envs"] if processes else []
-    envs = ppo_continuous.make_env(ppo_continuous.parse_args(argv))
+    envs = ppo_continuous.make_env(ppo_continuous.parse_args(argv), torch.device("cpu"))
     envs.reset(seed=1)
     low = torch.as_tensor(envs.single_action_space.low)
     high = torch.as_tensor(envs.single_action_space.high)

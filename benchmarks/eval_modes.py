@@ -4,9 +4,9 @@
 Every script ends with a greedy evaluation: the most likely action (ppo_gae.py) or the mean
 action (ppo_continuous.py). Training returns come from sampled actions. This trains each
 script for a few budgets on seeds 1-5 and evaluates every agent both ways, on the same
-episode seeds. The sampled evaluation runs the script's own evaluate() with the noise put
-back: argmax(logits + Gumbel noise) is a draw from Categorical(logits) (the Gumbel-max
-trick), and mu + sigma * N(0, 1) one from the Gaussian policy.
+episode seeds. The sampled evaluation runs the script's own evaluate() and greedy_action()
+with the noise put back: argmax(logits + Gumbel noise) is a draw from Categorical(logits)
+(the Gumbel-max trick), and mu + sigma * N(0, 1) one from the Gaussian policy.
 
     python benchmarks/eval_modes.py --out benchmarks/results/eval_modes
 """
@@ -45,12 +45,16 @@ def parse_args(argv=None):
 
 
 class Sampled:
-    """The agent as evaluate() sees it, acting with its policy's noise instead of greedily."""
+    """An Agent whose greedy_action, the lesson's, draws from its policy instead: the action
+    the evaluation takes reads the Agent's actor (or actor_mean), the lesson's names, and these
+    put the noise back. Every other attribute (obs_norm, say) is the Agent's own."""
 
     def __init__(self, agent, seed):
         self.agent = agent
         self.generator = torch.Generator().manual_seed(seed)
-        self.obs_norm = getattr(agent, "obs_norm", None)  # ppo_continuous.py only
+
+    def __getattr__(self, name):
+        return getattr(self.agent, name)
 
     def actor(self, x):  # argmax of this is a sample of Categorical(logits)
         logits = self.agent.actor(x)

@@ -7,7 +7,8 @@ Run: python -m pytest -q benchmarks/test_benchmarks.py
   2. mujoco_suite.py: the suite's table; run.py --append adds seeds; race.py, compile_race.py
      and zoo_nets.py (lesson 7's networks);
   3. iqm.py (rliable's IQM) and sb3_ppo.py's rl-zoo settings;
-  4. line_world.py: greedy successes, and the line world as the course ran it (--course).
+  4. line_world.py: greedy successes, and the line world as the course ran it (--course);
+  5. eval_modes.py: the sampled evaluation of every script, through its lesson's names.
 """
 
 import json
@@ -695,3 +696,37 @@ def test_same_numbers_runs_a_checkout_and_tells_a_changed_return(tmp_path, monke
     changed = json.loads(json.dumps(again))
     changed[key]["episodes"][0][1] += 1.0  # one episode's return, one more
     assert "| False |" in same_numbers.compare(before, changed)
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. benchmarks/eval_modes.py: a sampled evaluation, through what each lesson names
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous"])
+def test_eval_modes_samples_each_scripts_policy_through_its_lesson(name):
+    # Sampled reaches the Agent only by the names the lesson gives: greedy_action reads actor
+    # (or actor_mean), and Sampled puts the policy's noise there. A known policy, drawn 4,000
+    # times: P(a = 1) = sigmoid(1) = 0.731 in CartPole; N(0.5, 0.3^2) in Pendulum.
+    from benchmarks import eval_modes
+
+    module = __import__(name)
+    env = module.make_eval_env(module.parse_args([]).env_id)
+    obs = torch.as_tensor(env.reset(seed=0)[0], dtype=torch.float32)
+    agent = module.Agent(obs.shape[0], 2 if module.ACTIONS == "Discrete" else 1)
+    last = agent.actor[-1] if module.ACTIONS == "Discrete" else agent.actor_mean[-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.copy_(torch.tensor([0.0, 1.0]) if module.ACTIONS == "Discrete" else 0.5)
+        if module.ACTIONS == "Box":
+            agent.actor_logstd.fill_(np.log(0.3))
+        sampled = eval_modes.Sampled(agent, seed=3)
+        draws = np.array([module.greedy_action(sampled, obs) for _ in range(4000)], dtype=float)
+        greedy = module.greedy_action(agent, obs)
+    if module.ACTIONS == "Discrete":
+        assert greedy == 1 and abs(draws.mean() - 0.731) < 0.03
+    else:
+        assert greedy == pytest.approx([0.5]) and abs(draws.mean() - 0.5) < 0.02
+        assert abs(draws.std() - 0.3) < 0.02
+    returns = module.evaluate(sampled, env, 2, 10_000, torch.device("cpu"))  # as measure() runs it
+    assert len(returns) == 2 and all(np.isfinite(returns))
