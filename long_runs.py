@@ -38,6 +38,7 @@ import copy
 import importlib
 import os
 import random
+import shlex
 import signal
 import sys
 import time
@@ -88,8 +89,14 @@ class LongRun:
         if args.load_model and (args.resume or args.checkpoint_every):
             why = "--load-model evaluates a saved model: it takes no --resume or --checkpoint-every"
             fail(script, why)
+        if args.video_every and not args.capture_video:
+            fail(script, "--video-every says how often --capture-video films: give both")
         if not args.resume:
             return args
+        if args.run_dir is not None and os.path.normpath(args.run_dir) != os.path.normpath(
+            args.resume
+        ):
+            fail(script, f"--resume goes on in {args.resume} itself: give no --run-dir")
         try:  # data only (weights_only): a file that would run code is refused, its code unrun
             checkpoint = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)
             saved = checkpoint["args"]
@@ -107,7 +114,7 @@ class LongRun:
             if getattr(resumed, name) != saved[name]:
                 flag = f"--{name.replace('_', '-')}"
                 fail(script, f"--resume: {flag} stays {saved[name]}, as in {args.resume}")
-        resumed.run_dir = args.resume
+        resumed.run_dir = os.path.normpath(args.resume)
         return resumed
 
     def __init__(self, args, run_dir, agent, optimizer, envs):
@@ -195,7 +202,7 @@ class LongRun:
     def go_on(self):
         if not self.args.checkpoint_every:
             return super().go_on()
-        resume = f"python {self.script} --resume {self.run_dir}"
+        resume = f"python {self.script} --resume {shlex.quote(self.run_dir)}"
         return f"checkpoint of step {self.saved_step} in {self.checkpoint}; {resume}"
 
     def eval_env(self, render_mode=None):
@@ -319,10 +326,14 @@ def written_by(saved, args, script):
 
 
 class EnvProcesses(gym.vector.VectorWrapper):
-    """--async-envs: a process for each env; one that fails or dies: a ChildProcessError."""
+    """--async-envs: a process for each env; one that fails or dies: a ChildProcessError that
+    names the env and the error (its traceback is the env's own: run without --async-envs)."""
 
     def __init__(self, env_id, kwargs, script):
         self.script = script
+        self.env_id = env_id
+        if "device" in gym.spec(env_id.split(":")[-1]).kwargs:  # envs/cartpole_torch.py's
+            raise ValueError("it steps in torch, in this process: give no --async-envs")
         default = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the new processes inherit
         try:
             super().__init__(gym.make_vec(env_id, vectorization_mode="async", **kwargs))
@@ -342,7 +353,8 @@ class EnvProcesses(gym.vector.VectorWrapper):
             return function(*args, **kwargs)
         except Exception as error:  # raised in an env's process, or its pipe broke: it died
             self.close()
-            message = f"an env process failed: {type(error).__name__}: {error or 'it ended'}"
+            what = f"{type(error).__name__}: {error or 'it ended'}"
+            message = f"a process of {self.env_id} failed: {what}; its traceback: no --async-envs"
             raise ChildProcessError(f"{self.script}: error: {' '.join(message.split())}") from None
         finally:
             gym.logger.min_level = level

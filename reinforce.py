@@ -19,18 +19,27 @@ connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 
 """
 
 import argparse
+import functools
 import importlib
+import os
 import random
+import shlex
+import signal
 import sys
 import time
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-from torch.distributions import Categorical
-from torch.utils.tensorboard import SummaryWriter
+try:  # Ctrl-C while these load (a second or two) ends the program quietly, as it does later
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    from torch.distributions import Categorical
+    from torch.utils.tensorboard import SummaryWriter
+except KeyboardInterrupt:
+    if __name__ != "__main__":
+        raise  # imported: the caller's Ctrl-C
+    sys.exit(130)
 
 ACTIONS = "Discrete"  # the policy's: a categorical over actions 0..n-1 (ppo_continuous.py: Box)
 
@@ -144,6 +153,10 @@ def train(args):
                 rewards.append(torch.as_tensor(reward, dtype=torch.float32, device=device))
                 dones.append(prev_done)
                 playing &= ~(prev_done & (len(obs) >= args.num_steps))
+                if "_episode" in infos:  # the episodes it trains on, not those of an idle env
+                    infos["_episode"] = (
+                        torch.as_tensor(infos["_episode"], device=device) & valid[-1]
+                    )
                 log.episodes(global_step, infos)  # the return of each episode that just ended
 
             # Reward-to-go for every step, then keep the steps of the policy's own episodes.
@@ -177,31 +190,26 @@ def train(args):
 # ======== End of the lesson. Below: support code (flags, envs, logs, checks); skip it. ========
 
 SCRIPT = Path(__file__).name
-CPU_THREADS = torch.get_num_threads()  # torch's default: one per core
-LONG_RUN_FLAGS = ("capture_video", "checkpoint_every", "resume", "async_envs", "track")
+LONG_RUN_FLAGS = ("capture_video", "video_every", "checkpoint_every", "resume", "async_envs")
+LONG_RUN_FLAGS += ("track",)
 
 
 def library_safe(train):
     """train() with its flags checked, and torch's threads and determinism for the run only."""
-    import functools  # here, as signal below: the lesson's imports are the lesson's
-    import os
 
     @functools.wraps(train)  # its name, docstring and source stay the lesson's
     def checked_train(args):
         if not isinstance(args, argparse.Namespace):  # train(["--flag", ...]), say
             fail(f"train() takes parse_args()'s Namespace, not a {type(args).__name__}")
-        parse_args(args)
+        args = parse_args(args)  # a copy, checked, of plain values (a numpy seed: an int)
         threads = torch.get_num_threads()
         deterministic = torch.are_deterministic_algorithms_enabled()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         cublas = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
         try:  # set before the Agent's init, whose weights depend on the threads
-            # One thread is fastest for small batches; 2 cores, for 32,768 steps (benchmarks)
-            torch.set_num_threads(1 if args.num_envs * args.num_steps < 32_768 else CPU_THREADS)
-            # --torch-deterministic: torch's deterministic kernels, a warning where it has none;
-            # a GPU's cuBLAS is deterministic with this workspace, read at its first matmul
+            torch.set_num_threads(args.threads)
             torch.use_deterministic_algorithms(args.torch_deterministic, warn_only=True)
-            if args.torch_deterministic and cublas is None:
+            if args.torch_deterministic and cublas is None:  # cuBLAS's deterministic workspace
                 os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
             return train(args)
         finally:
@@ -228,6 +236,7 @@ def parse_args(argv=None):
     arg("--cuda", action="store_true", help="train on the GPU if one is usable")
     arg("--compile", action="store_true", help="torch.compile the update; pays from ~250k steps")
     arg("--torch-deterministic", action=on_off, default=True, help="torch's deterministic kernels")
+    arg("--threads", type=positive_int, default=1, help="torch's CPU threads (docs/results.md)")
     arg("--save-model", action="store_true", help="save the weights in the run directory")
     arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
@@ -242,13 +251,9 @@ def parse_args(argv=None):
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
     arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
     namespace = isinstance(argv, argparse.Namespace)  # train()'s, maybe built by hand
-    if namespace:
-        check_namespace(parser, argv)
-    args = argv if namespace else parser.parse_args(argv)
-    if any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
-        LongRun = long_run_class(args)  # long_runs.py's, or one line naming that file
-        if not namespace:  # --resume: the checkpoint's flags, but those given
-            args = LongRun.checked_args(parser, argv, args)
+    args = check_namespace(parser, argv) if namespace else parser.parse_args(argv)
+    if (LongRun := long_run_class(args)) is not Log and not namespace:  # or one line, alone
+        args = LongRun.checked_args(parser, argv, args)  # --resume: the checkpoint's flags too
     if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
     if conflict := flag_conflict(args):  # the lesson's: values its flags cannot take together
@@ -257,8 +262,8 @@ def parse_args(argv=None):
 
 
 def check_namespace(parser, args):
-    """train()'s Namespace, maybe built or changed by hand: every flag there, each a value the
-    flag could give (argparse reads each as text, as on a command line); else one line."""
+    """train()'s Namespace, maybe built or changed by hand, as argparse reads a command line
+    (each flag there, a value it could give; else one line): a copy, numbers as Python's."""
     given = vars(args)
     parser.set_defaults(**{k: str(v) for k, v in given.items() if v is not None})
     parsed = vars(parser.parse_args([]))  # argparse's own line for a value it refuses
@@ -271,6 +276,8 @@ def check_namespace(parser, args):
         not_a_switch = action.nargs == 0 and not isinstance(value, bool)  # --cuda: "False"
         if not_a_number or not_a_switch:
             parser.error(f"{flag} is {value!r} in the Namespace, not a value of the flag")
+    plain = {action.dest: parsed[action.dest] for action in parser._actions if action.nargs != 0}
+    return argparse.Namespace(**(given | plain))
 
 
 def checked(convert, ok, must_be):
@@ -297,11 +304,11 @@ def set_up(args):
     run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     if not args.run_dir and Path(f"runs/{run_name}").exists():  # this seed's, this second
         run_name += f"_{time.time_ns()}"
-    run_dir = args.run_dir or f"runs/{run_name}"
+    run_dir = os.path.normpath(args.run_dir or f"runs/{run_name}")
     events = Path(run_dir).glob("events.out.tfevents.*")  # TensorBoard's files
     if not args.resume and (any(events) or Path(run_dir, "checkpoint.pt").exists()):
         afresh = "to start afresh, give another --run-dir or delete it"
-        fail(f"--run-dir {run_dir} holds a run: --resume {run_dir} goes on with it; {afresh}")
+        fail(f"--run-dir {run_dir} holds a run: --resume {shlex.quote(run_dir)} goes on; {afresh}")
     random.seed(args.seed)
     np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
     torch.manual_seed(args.seed % 2**64)
@@ -312,8 +319,7 @@ def set_up(args):
 
 
 def compiles(device):
-    """Whether torch.compile works here (a backend, a C++ compiler; on a GPU, Triton): a tiny
-    compile (no cost a run can see), then one warning line, not a traceback at the first update."""
+    """Whether torch.compile works here (a C++ compiler; Triton on a GPU): else one warning."""
     try:
         torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
         return True
@@ -356,34 +362,47 @@ def make_env(args, device):
         render_mode = "rgb_array" if args.capture_video else None  # to film
         kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
         kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # if none: cut
-        if in_torch:
+        if args.async_envs:  # each env in a process of its own (long_runs.py)
+            envs = importlib.import_module("long_runs").EnvProcesses(env_id, kwargs, SCRIPT)
+        elif in_torch:
             envs = gym.make_vec(env_id, num_envs=args.num_envs, device=device)
-        elif args.async_envs:  # each env in a process of its own
-            from long_runs import EnvProcesses
-
-            envs = EnvProcesses(env_id, kwargs, SCRIPT)
         else:
             envs = gym.make_vec(env_id, **kwargs)
     except Exception as error:  # unknown id or module, no MuJoCo, a MUJOCO_GL that fails
         fail(f"cannot make {env_id}: {error}")
-    check_actions(envs.single_action_space, env_id)
-    if in_torch:  # tensors in and out; it records each episode's return itself
-        return envs
-    if needs_flattening(envs.single_observation_space, env_id):
-        envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
-    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)  # the env's own returns
-    return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
-
-
-def check_actions(space, env_id):
-    """One line unless the lesson's policy draws `space`'s actions (ACTIONS, at the top)."""
     kinds = {"Discrete": "Discrete ones from 0", "Box": "Box ones of one dimension"}
     scripts = {"Discrete": "use ppo_gae.py", "Box": "use ppo_continuous.py"}
+    space = envs.single_action_space  # what the lesson's policy draws: ACTIONS, at the top
     kind = "Discrete" if isinstance(space, gym.spaces.Discrete) and space.start == 0 else None
     kind = "Box" if isinstance(space, gym.spaces.Box) and len(space.shape) == 1 else kind
     if kind != ACTIONS:
         use = scripts.get(kind, "no script of this ladder takes them")
         fail(f"{env_id} has {space} actions; {SCRIPT} needs {kinds[ACTIONS]}: {use}")
+    if in_torch:  # tensors in and out; it records each episode's return itself
+        return envs
+    if needs_flattening(envs.single_observation_space, env_id):
+        envs = gym.wrappers.vector.FlattenObservation(envs)  # e.g. Discrete(16): one-hot of 16
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(Finite(envs))  # the env's own returns
+    return gym.wrappers.vector.TransformAction(envs, lambda action: action.cpu().numpy())
+
+
+class Finite(gym.vector.VectorWrapper):
+    """The envs, stopped at a NaN or inf observation or reward: the source, not a loss, named."""
+
+    def reset(self, **kwargs):
+        self.steps = 0  # of the envs, since this process made them
+        return self.checked(*self.env.reset(**kwargs))
+
+    def step(self, actions):
+        self.steps += 1
+        return self.checked(*self.env.step(actions))
+
+    def checked(self, *returned):  # (obs, info), or (obs, reward, terminated, truncated, info)
+        for what, values in zip(("observation", "reward"), returned[:-1], strict=False):
+            if not np.isfinite(values).all():
+                where = f"{self.spec.id} gave a NaN or inf {what} at step {self.steps}"
+                raise FloatingPointError(f"{SCRIPT}: error: {where}, which no loss can learn from")
+        return returned
 
 
 def make_eval_env(env_id, render_mode=None):
@@ -414,8 +433,7 @@ def evaluate(agent, env, episodes, seed, device):
 
 
 class Log:
-    """TensorBoard and the progress line; the steps, episodes and losses of a run, its end.
-    A flag of long or watched runs brings long_runs.py, whose LongRun extends this class."""
+    """TensorBoard and the progress line of a run, and its end (long_runs.py's LongRun: more)."""
 
     def __init__(self, args, run_dir, agent, optimizer, envs):
         self.script = SCRIPT  # the name its lines begin with, long_runs.py's too
@@ -433,10 +451,13 @@ class Log:
         self.interrupted = None  # what stopped training: "SIGINT" (Ctrl-C), or "SIGTERM"
 
     def __enter__(self):
-        """The run's TensorBoard; the progress line's clock."""
+        """The run's folder, claimed at once (of two runs, one is refused); TensorBoard; clock."""
         try:
+            Path(self.run_dir, ".claimed").mkdir(parents=True, exist_ok=bool(self.args.resume))
             self.writer = SummaryWriter(self.run_dir, purge_step=self.purge_step)
-        except OSError as error:  # --run-dir is a file, or cannot be made
+        except FileExistsError:  # by a run started since set_up() looked
+            fail(f"--run-dir {self.run_dir} was claimed by another run, started at the same time")
+        except OSError as error:  # --run-dir is a file, read-only, or cannot be made
             fail(f"cannot write TensorBoard's files to {self.run_dir}: {error}")
         table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
         self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table, self.global_step)
@@ -455,13 +476,11 @@ class Log:
             self.writer.close()
         return kind is KeyboardInterrupt
 
-    def iterations(self, num_iterations):
-        """1 to num_iterations, on from the last update (long_runs.py: the checkpoint's)."""
+    def iterations(self, num_iterations):  # 1 to N, on from the last update (a checkpoint's)
         return range(self.iteration + 1, num_iterations + 1)
 
-    def episodes(self, global_step, infos):
-        """Note which envs ended an episode at this step, and its return and length."""
-        if "_episode" in infos:  # written once per rollout, by update()
+    def episodes(self, global_step, infos):  # the envs that ended an episode at this step
+        if "_episode" in infos:  # its return and length, written once per rollout, by update()
             self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
 
     def update(self, iteration, global_step, **losses):
@@ -489,15 +508,14 @@ class Log:
         if time.time() - self.last_print > 2 or (end and self.printed_step != global_step):
             self.last_print = time.time()
             self.printed_step = global_step
-            recent = np.mean([r for _, r in self.episode_returns[-20:]] or [np.nan])
+            returns = [r for _, r in self.episode_returns[-20:]]
+            recent = f"{np.mean(returns):6.1f}" if returns else "     -"  # none has ended yet
             left = f"{max(0, self.args.total_timesteps - global_step) / max(sps, 1):4.0f}s left"
             steps = f"step {global_step:>8}/{self.args.total_timesteps} | SPS {sps:>5} | {left}"
-            say(f"{steps} | return (last 20 episodes) {recent:6.1f} | entropy {self.entropy:.2f}")
+            say(f"{steps} | return (last 20 episodes) {recent} | entropy {self.entropy:.2f}")
 
     def finish(self, global_step):
-        """The end of a run, trained, stopped or loaded: last logs, --save-model, evaluation;
-        what train() returns: agent, episode_returns, sps, global_step, eval_returns, run_dir,
-        and interrupted, None or what stopped the run ("SIGINT" for Ctrl-C, or "SIGTERM")."""
+        """A run's end (trained, stopped or loaded): logs, --save-model, evaluation; its dict."""
         self.envs.close()
         sps = self.sps(global_step)
         self.progress(global_step, end=global_step > 0 and not self.interrupted)
@@ -519,8 +537,8 @@ class Log:
         for episode, episode_return in enumerate(eval_returns):
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)
         if eval_returns:
-            mean, std = np.mean(eval_returns), np.std(eval_returns)
-            say(f"evaluation over {len(eval_returns)} episodes: {mean:.1f} +/- {std:.1f}")
+            mean, std, n = np.mean(eval_returns), np.std(eval_returns), len(eval_returns)
+            say(f"evaluation over {n} episode{'s' if n > 1 else ''}: {mean:.1f} +/- {std:.1f}")
         self.writer.close()
         result = dict(agent=self.agent, episode_returns=self.episode_returns, sps=sps)
         result |= dict(global_step=global_step, eval_returns=eval_returns, run_dir=self.run_dir)
@@ -535,14 +553,13 @@ class Log:
 
 def start_log(args, run_dir, agent, optimizer, envs):
     """A Log; with a flag of long or watched runs, a LongRun, which extends it."""
-    if not any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
-        return Log(args, run_dir, agent, optimizer, envs)
     return long_run_class(args)(args, run_dir, agent, optimizer, envs)
 
 
 def long_run_class(args):
-    """The class of a long or watched run: long_runs.py's LongRun, whose methods come before
-    and hand on to Log's. long_runs.py is imported here, and only for a flag that needs it."""
+    """Log; with a flag of long or watched runs, long_runs.py's LongRun, which extends it."""
+    if not any(getattr(args, flag) for flag in LONG_RUN_FLAGS):
+        return Log
     try:
         import long_runs
     except ModuleNotFoundError as error:  # a script copied alone: one line naming the file
@@ -550,7 +567,6 @@ def long_run_class(args):
             raise
         given = [f"--{flag.replace('_', '-')}" for flag in LONG_RUN_FLAGS if getattr(args, flag)]
         fail(f"{' '.join(given)} needs long_runs.py: put it beside {SCRIPT}, from its repository")
-
     return type("LongRun", (long_runs.LongRun, Log), {})  # a Log that checkpoints, films, ...
 
 
@@ -573,9 +589,7 @@ def log_episodes(writer, ended_episodes, history):
     history.extend(zip(steps, returns, strict=True))  # every (step, return), for the caller
     if len(returns) > 256:  # their mean at the last step: 8,192 take 0.66 s apart, 0.06 s so
         writer.add_scalar("charts/episodes", len(returns), steps[-1])
-        steps = [steps[-1]]
-        returns = [np.mean(returns)]
-        lengths = [np.mean(lengths)]
+        steps, returns, lengths = [steps[-1]], [np.mean(returns)], [np.mean(lengths)]
     for step, episode_return, length in zip(steps, returns, lengths, strict=True):
         writer.add_scalar("charts/episodic_return", episode_return, step)
         writer.add_scalar("charts/episodic_length", length, step)
@@ -586,8 +600,6 @@ def say(line):
     try:
         print(line, flush=True)
     except BrokenPipeError:
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
@@ -605,14 +617,15 @@ def check_finite(loss, iteration):
 
 if __name__ == "__main__":
     try:
-        result = train(parse_args())
-    except (ValueError, FloatingPointError, ChildProcessError) as error:  # one line, no traceback
+        result = train(args := parse_args())
+    except Exception as error:  # the script's own words, in one line; any other error:
+        if not str(error).startswith(f"{SCRIPT}: error: "):  # the env's, numpy's, torch's
+            print(f"{SCRIPT}: error: the run on {args.env_id} failed:", file=sys.stderr)
+            raise  # with its traceback, exit status 1
         print(error, file=sys.stderr)
         sys.exit(2 if isinstance(error, ValueError) else 1)  # 2: bad input; 1: the run failed
     except KeyboardInterrupt:  # Ctrl-C before the loop (the envs, compiling) or after it
         result = dict(interrupted="SIGINT")
     if result["interrupted"] == "SIGINT":  # end as Ctrl-C ends a program: a shell says 130
-        import signal
-
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.raise_signal(signal.SIGINT)

@@ -45,6 +45,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -1358,12 +1359,6 @@ ENV_ERRORS = [
         id="no-moviepy",
         marks=pytest.mark.skipif(installed("moviepy"), reason="moviepy is installed"),
     ),
-    pytest.param(
-        ("--env-id", "HalfCheetah-v5"),
-        'pip install "gymnasium[mujoco]"',
-        id="no-mujoco",
-        marks=pytest.mark.skipif(installed("mujoco"), reason="MuJoCo is installed"),
-    ),
 ]
 
 
@@ -1373,6 +1368,16 @@ def test_env_errors_are_one_line_and_status_2(script, argv, says, tmp_path, caps
     with pytest.raises(ValueError) as exc:
         run(script, tmp_path, *argv)
     assert says.lower() in one_line_error(capsys, exc, script).lower()
+
+
+@by_name(SCRIPTS)
+def test_mujoco_missing_is_one_line_with_the_pip_command(script, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco fails, as if not installed
+    for name in [name for name in sys.modules if name.startswith("gymnasium.envs.mujoco.")]:
+        monkeypatch.delitem(sys.modules, name)  # gymnasium's MuJoCo envs import it again
+    with pytest.raises(ValueError) as exc:
+        run(script, tmp_path, "--env-id", "HalfCheetah-v5")
+    assert 'pip install "gymnasium[mujoco]"' in one_line_error(capsys, exc, script)
 
 
 @pytest.mark.skipif(installed("pygame"), reason="pygame is installed")
@@ -1669,7 +1674,7 @@ def test_a_script_copied_alone_trains_and_answers_a_long_run_flag_in_one_line(tm
             )
         else:
             assert proc.returncode == 0, err
-            assert "evaluation over 1 episodes" in out
+            assert "evaluation over 1 episode: " in out
             assert sorted(p.name for p in (tmp_path / script.name).iterdir()) == sorted(
                 [name, "runs"]
             )
@@ -1787,8 +1792,8 @@ def test_the_command_line_refuses_to_run_over_another_run(tmp_path):
     done = cli([str(SCRIPTS[4].path), *argv], tmp_path)
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert done.stderr == (
-        "ppo_continuous.py: error: --run-dir runs/ck3 holds a run: --resume runs/ck3 goes on "
-        "with it; to start afresh, give another --run-dir or delete it\n"
+        "ppo_continuous.py: error: --run-dir runs/ck3 holds a run: --resume runs/ck3 goes on; "
+        "to start afresh, give another --run-dir or delete it\n"
     )
     assert (tmp_path / "runs" / "ck3" / "checkpoint.pt").read_bytes() == b"another run's"
     assert sorted(path.name for path in (tmp_path / "runs" / "ck3").iterdir()) == ["checkpoint.pt"]
@@ -1855,7 +1860,9 @@ def test_a_namespace_value_that_no_flag_gives_is_refused_before_the_run(
     )
     assert not (tmp_path / "run").exists()
     args.__dict__[name] = 1 if name != "cuda" else False
-    assert script.module.parse_args(args) is args
+    checked = script.module.parse_args(args)  # a copy, of the flags' own types
+    assert vars(checked) == vars(args) and checked is not args
+    assert type(checked.seed) is int and type(checked.learning_rate) is float
 
 
 @by_name(SCRIPTS)
@@ -1941,6 +1948,229 @@ def test_a_closed_pipe_ends_nothing(tmp_path):
         assert proc.returncode == 0 and "Traceback" not in err and "Error" not in err, err
         assert (tmp_path / script.name / f"{script.name}.pt").is_file()
         assert len(scalars(tmp_path / script.name).Scalars("eval/episodic_return")) == 2
+
+
+# The env's own faults, in a module that registers them (--env-id faulty_envs:Faulty_FAULT-v0):
+# at its third step an env raises, gives an observation of the wrong shape, or a NaN or inf.
+FAULTY_ENVS = """
+import gymnasium as gym
+import numpy as np
+
+
+class Faulty(gym.Env):
+    def __init__(self, fault, box=False, render_mode=None):
+        self.fault, self.steps = fault, 0
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        box_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.action_space = box_space if box else gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.full(1, np.nan if self.fault == "nan_reset" else 0.5, np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        obs, reward = np.full(1, 0.5, np.float32), 1.0
+        if self.steps == 3 and self.fault in ("ValueError", "RuntimeError"):
+            raise {"ValueError": ValueError, "RuntimeError": RuntimeError}[self.fault]("diverged")
+        if self.steps == 3 and self.fault == "shape":
+            obs = np.zeros(3, np.float32)
+        if self.steps == 3 and self.fault == "nan_reward":
+            reward = float("nan")
+        if self.steps == 3 and self.fault == "inf_obs":
+            obs = np.full(1, np.inf, np.float32)
+        return obs, reward, False, False, {}
+
+
+for fault in ("ValueError", "RuntimeError", "shape", "nan_reward", "inf_obs", "nan_reset"):
+    for box in (False, True):
+        name = f"Faulty_{fault}{'Box' if box else ''}-v0"
+        if name not in gym.registry:
+            kwargs = dict(fault=fault, box=box)
+            gym.register(name, entry_point=Faulty, max_episode_steps=10, kwargs=kwargs)
+"""
+
+
+def faulty(script, fault, tmp_path, monkeypatch=None):
+    """The env id of a Faulty env with the script's kind of actions; its module in tmp_path."""
+    (tmp_path / "faulty_envs.py").write_text(FAULTY_ENVS)
+    if monkeypatch is not None:
+        monkeypatch.syspath_prepend(str(tmp_path))
+    return f"faulty_envs:Faulty_{fault}{'' if script.discrete else 'Box'}-v0"
+
+
+def test_an_envs_own_error_is_not_bad_input_with_or_without_env_processes(tmp_path):
+    # Exit status 1, the script and the env named, and the traceback, in this process; with
+    # --async-envs, one line that names the env and where its traceback is. Never exit 2.
+    script = SCRIPTS[3]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path)}
+    runs = {}
+    for fault in ("ValueError", "RuntimeError", "shape"):
+        env_id = faulty(script, fault, tmp_path)
+        for processes in ([], ["--async-envs"]):
+            argv = [sys.executable, str(script.path), "--env-id", env_id, *processes]
+            argv += [
+                *flags("--num-envs 2 --num-steps 8 --run-dir"),
+                f"run_{fault}_{len(processes)}",
+            ]
+            proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+            runs[fault, bool(processes)] = (env_id, proc)
+    why = {"ValueError": "diverged", "RuntimeError": "diverged", "shape": "shape"}
+    for (fault, processes), (env_id, proc) in runs.items():
+        err = proc.communicate(timeout=300)[1]
+        assert proc.returncode == 1, (fault, processes, err)
+        lines = err.strip().splitlines()
+        if processes:
+            assert lines == [lines[0]] and why[fault] in lines[0], err
+            assert lines[0].startswith(f"ppo_gae.py: error: a process of {env_id} failed: ")
+        else:
+            assert lines[0] == f"ppo_gae.py: error: the run on {env_id} failed:", err
+            assert lines[1] == "Traceback (most recent call last):" and why[fault] in lines[-1]
+
+
+@by_name(SCRIPTS)
+def test_imported_an_envs_own_error_goes_up_as_it_was(script, tmp_path, monkeypatch):
+    for fault, kind in [("ValueError", ValueError), ("RuntimeError", RuntimeError)]:
+        env_id = faulty(script, fault, tmp_path, monkeypatch)
+        with pytest.raises(kind) as exc:
+            run(script, tmp_path / fault, "--env-id", env_id, *flags("--num-envs 2 --num-steps 8"))
+        assert str(exc.value) == "diverged"  # not dressed as the script's refusal
+
+
+@by_name(SCRIPTS)
+@pytest.mark.parametrize(
+    "fault, what",
+    [("nan_reward", "reward"), ("inf_obs", "observation"), ("nan_reset", "observation")],
+)
+def test_a_nan_or_inf_from_the_env_is_named_at_its_source(
+    script, fault, what, tmp_path, monkeypatch
+):
+    # Not "loss is nan; try a smaller --learning-rate", nor torch's traceback from the policy:
+    # which of the env's outputs, the env, and its step.
+    env_id = faulty(script, fault, tmp_path, monkeypatch)
+    with pytest.raises(FloatingPointError) as exc:
+        run(script, tmp_path, "--env-id", env_id, *flags("--num-envs 2 --num-steps 8"))
+    step = 0 if fault == "nan_reset" else 3
+    name = env_id.split(":")[1]
+    assert str(exc.value) == (
+        f"{script.path.name}: error: {name} gave a NaN or inf {what} at step {step}, which no loss "
+        "can learn from"
+    )
+
+
+def test_ctrl_c_while_torch_and_gymnasium_load_ends_with_130_and_no_traceback(tmp_path):
+    # The slow imports (a second or two) are where a Ctrl-C lands first; here gymnasium's
+    # import is one, always.
+    (tmp_path / "gymnasium").mkdir()
+    (tmp_path / "gymnasium" / "__init__.py").write_text("raise KeyboardInterrupt\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path)}
+    for script in SCRIPTS:
+        done = subprocess.run(
+            [sys.executable, str(script.path)], cwd=tmp_path, env=env, capture_output=True
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (130, b"", b""), done.stderr
+
+
+def test_numpy_numbers_in_a_namespace_are_the_numbers_they_equal(tmp_path):
+    # A sweep's np.arange(5) seeds, np.logspace rates: train() takes them as Python numbers.
+    script = SCRIPTS[3]
+    plain = tiny(script, tmp_path / "plain", "--seed", "3")
+    args = script.module.parse_args([*flags("--num-envs 2 --num-steps 64 --total-timesteps 512")])
+    args.env_id, args.eval_episodes, args.run_dir = script.env_id, 0, str(tmp_path / "numpy")
+    args.seed, args.num_envs, args.learning_rate = (
+        np.int64(3),
+        np.int32(2),
+        np.float32(args.learning_rate),
+    )
+    numpy = script.module.train(args)
+    assert numpy["episode_returns"] == plain["episode_returns"] and type(args.seed) is np.int64
+
+
+def test_of_two_runs_started_at_once_on_one_run_dir_one_is_refused(tmp_path):
+    script = SCRIPTS[3]
+    argv = [sys.executable, str(script.path), *flags("--total-timesteps 2048 --run-dir run")]
+    runs = [subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True) for _ in "ab"]
+    ends = sorted((proc.wait(timeout=300), proc.stderr.read()) for proc in runs)
+    assert [status for status, _ in ends] == [0, 2], ends
+    refusal = ends[1][1]
+    assert refusal.count("\n") == 1 and refusal.startswith("ppo_gae.py: error: --run-dir run ")
+    assert "holds a run" in refusal or "claimed by another run" in refusal
+    # The race itself, as it can fall: the other run claimed the folder after set_up() looked.
+    (tmp_path / "claimed" / "run" / ".claimed").mkdir(parents=True)
+    with pytest.raises(ValueError, match="was claimed by another run, started at the same time$"):
+        run(script, tmp_path / "claimed")
+
+
+@by_name(SCRIPTS)
+def test_a_run_dir_that_cannot_be_written_is_one_line_and_nothing_else(script, tmp_path):
+    (tmp_path / "a_file").write_text("")
+    # a file; a folder that exists but takes no file, even from root (TensorBoard's thread
+    # printed its traceback there before the one line)
+    odd = [str(tmp_path / "a_file"), "/proc/1"]
+    for run_dir in odd:
+        done = cli([str(script.path), *flags("--total-timesteps 64 --run-dir"), run_dir], tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(
+            f"{script.path.name}: error: cannot write TensorBoard's files"
+        )
+        assert done.stderr.count("\n") == 1 and "Exception" not in done.stderr, done.stderr
+
+
+def test_printed_commands_are_shell_quoted_and_paths_normalised(tmp_path, capsys):
+    script = SCRIPTS[3]
+    spaced = tmp_path / "my runs" / "run"
+    first = run(
+        script, tmp_path / "my runs", "--total-timesteps", "128", "--checkpoint-every", "64"
+    )
+    with pytest.raises(
+        ValueError, match=re.escape(f"--resume {shlex.quote(str(spaced))} goes on;")
+    ):
+        run(script, tmp_path / "my runs")
+    args = script.module.parse_args(
+        ["--resume", f"{first['run_dir']}/", "--total-timesteps", "256"]
+    )
+    assert args.run_dir == str(spaced)  # no trailing slash: no "//checkpoint.pt"
+    envs = script.module.make_env(args, torch.device("cpu"))
+    optimizer = torch.optim.Adam(first["agent"].parameters())
+    log = script.module.start_log(args, args.run_dir, first["agent"], optimizer, envs)
+    assert log.checkpoint == f"{spaced}/checkpoint.pt"
+    assert log.go_on().endswith(f"python ppo_gae.py --resume {shlex.quote(str(spaced))}")
+
+
+def test_a_flag_that_would_be_ignored_is_refused_in_one_line(tmp_path):
+    script = SCRIPTS[3]
+    first = tiny(script, tmp_path, "--checkpoint-every", "128")
+    refused = {
+        f"--resume {first['run_dir']} --run-dir {tmp_path / 'other'}": "give no --run-dir",
+        "--video-every 2": "--video-every says how often --capture-video films: give both",
+    }
+    for argv, says in refused.items():
+        with pytest.raises(ValueError, match=f"^ppo_gae.py: error: [^\n]*{re.escape(says)}$"):
+            script.module.parse_args(argv.split())
+    torch_env = ("--env-id", "envs.cartpole_torch:CartPoleTorch-v1", "--async-envs")
+    with pytest.raises(ValueError, match="steps in torch, in this process: give no --async-envs$"):
+        run(script, tmp_path / "torch", *torch_env)
+    assert not (tmp_path / "other").exists() and not (tmp_path / "torch").exists()
+
+
+def test_reinforce_logs_only_the_episodes_it_trains_on(tmp_path, monkeypatch):
+    # With --num-steps 1 each env plays one episode a rollout; envs done first play on, idle,
+    # until the slowest ends, and their episodes, short by selection, are not trained on.
+    script = SCRIPTS[0]
+    trained = []
+    loss = reinforce.reinforce_loss
+    monkeypatch.setattr(
+        reinforce, "reinforce_loss", lambda lp, g: trained.append(len(g)) or loss(lp, g)
+    )
+    result = run(
+        script,
+        tmp_path,
+        *flags("--env-id CartPole-v1 --num-envs 4 --num-steps 1"),
+        "--total-timesteps",
+        "2000",
+    )
+    assert len(result["episode_returns"]) == 4 * len(trained)  # 4 a rollout, the trained ones
+    assert sum(r for _, r in result["episode_returns"]) == sum(trained)  # CartPole: 1 a step
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2284,6 +2514,14 @@ def test_log_writes_the_losses_episodes_and_progress_and_ends_with_what_train_re
     assert len(events.Scalars("eval/episodic_return")) == 2
 
 
+def test_the_progress_line_before_any_episode_has_ended_says_so(tmp_path, capsys):
+    log = a_log(SCRIPTS[3], tmp_path / "run", "--total-timesteps", "64", "--eval-episodes", "0")
+    with log:
+        log.update(1, 32, policy_loss=torch.tensor(0.5), entropy=torch.tensor(0.6))
+    log.finish(64)  # no episode ended in 64 steps: no mean of none (nan), a dash
+    assert "| return (last 20 episodes)      - | entropy 0.60" in capsys.readouterr().out
+
+
 @by_name(SCRIPTS)
 def test_log_takes_ctrl_c_as_a_stop_and_lets_any_other_error_through(script, tmp_path, capsys):
     log = a_log(script, tmp_path / "stopped", "--eval-episodes", "3")
@@ -2336,21 +2574,18 @@ def test_torch_deterministic_turns_on_torchs_deterministic_kernels_for_the_run(
 
 
 @by_name(SCRIPTS)
-def test_one_torch_thread_for_small_rollouts_every_core_for_large(script, tmp_path, monkeypatch):
-    # 2 x 64 = 128 steps per rollout: one thread. 512 x 64 = 32,768: every core torch saw.
+def test_torch_threads_are_the_flags_for_the_run_only(script, tmp_path, monkeypatch):
+    # One thread unless --threads says more, at any rollout's size (every core backfires beside
+    # other work: docs/results.md, threads); each run gives back the count it found.
     threads = []
     monkeypatch.setattr(torch, "set_num_threads", threads.append)
     tiny(script, tmp_path / "small")
     argv = flags("--num-envs 512 --num-steps 64 --total-timesteps 1 --update-epochs 1")
     argv = argv if script.module in GAE + [ppo] else argv[:-2]
     run(script, tmp_path / "large", "--env-id", script.env_id, *argv)
-    # each run sets its count, then gives back the one it found (the real one: not patched)
-    assert threads == [
-        1,
-        torch.get_num_threads(),
-        script.module.CPU_THREADS,
-        torch.get_num_threads(),
-    ]
+    tiny(script, tmp_path / "three", "--threads", "3")
+    found = torch.get_num_threads()  # the real one: not patched
+    assert threads == [1, found, 1, found, 3, found]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2372,7 +2607,7 @@ SUPPORT += ("check_finite", "library_safe", "say", "compiles", "load_weights", "
 # only by its algorithm, with room for a flag or two. The support code, one text in all five,
 # never grows past its longest copy when it became one text (441 lines after the divider): a
 # new capability is paid for by simpler support code.
-LESSON_LINES = {"reinforce": 185, "vpg": 235, "ppo": 240, "ppo_gae": 290, "ppo_continuous": 360}
+LESSON_LINES = {"reinforce": 195, "vpg": 245, "ppo": 250, "ppo_gae": 300, "ppo_continuous": 370}
 SUPPORT_LINES = 441
 
 
@@ -2399,8 +2634,11 @@ def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
     assert divider - 1 <= LESSON_LINES[script.name], divider - 1
     assert len(lines) - divider <= SUPPORT_LINES, len(lines) - divider
     main = lines.index('if __name__ == "__main__":')
-    assert lines[main + 1 : main + 3] == ["    try:", "        result = train(parse_args())"]
-    assert main > len(lines) - 14  # the command line, last and short
+    assert lines[main + 1 : main + 3] == [
+        "    try:",
+        "        result = train(args := parse_args())",
+    ]
+    assert main > len(lines) - 16  # the command line, last and short
 
 
 def test_the_support_code_is_one_text_in_every_script():
@@ -2902,7 +3140,8 @@ def test_a_failing_env_process_gives_one_line(env_id, tmp_path, capsys):
     with pytest.raises(ChildProcessError) as exc:  # the command line prints it, exit 1
         tiny(script, tmp_path, "--async-envs", "--env-id", env_id)
     why = "RuntimeError: the simulator blew up" if "Raises" in env_id else "Error"
-    assert str(exc.value).startswith("ppo_gae.py: error: an env process failed: ")
+    assert str(exc.value).startswith(f"ppo_gae.py: error: a process of {env_id} failed: ")
+    assert str(exc.value).endswith("; its traceback: no --async-envs")  # the env's own, in-process
     assert why in str(exc.value) and "\n" not in str(exc.value)
     err = capsys.readouterr().err
     assert "Traceback" not in err and "Worker" not in err, err  # gymnasium's own log is quiet
@@ -3000,7 +3239,8 @@ FILMING = ("wandb", "moviepy", "pygame", "PIL")
 needs_filming = pytest.mark.skipif(
     not all(installed(name) for name in FILMING), reason="needs " + ", ".join(FILMING)
 )
-FILM_ARGV = flags("--num-envs 4 --num-steps 16 --total-timesteps 480 --video-every 1")
+FILM_ARGV = flags("--num-envs 4 --num-steps 16 --total-timesteps 480")
+FILMED = flags("--capture-video --video-every 1")  # a film after every rollout
 
 
 def wandb_records(run_folder):
@@ -3061,7 +3301,7 @@ def test_track_offline_records_the_flags_a_metric_the_code_and_videos(script, tm
     shutil.copy(ROOT / "long_runs.py", tmp_path)  # --track and --capture-video need it beside
     env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true")
     env_id = "CartPole-v1" if script.discrete else "Pendulum-v1"
-    argv = [script.path.name, "--env-id", env_id, *FILM_ARGV, "--capture-video", "--track"]
+    argv = [script.path.name, "--env-id", env_id, *FILM_ARGV, *FILMED, "--track"]
     argv += ["--learning-rate", "0.00123", "--eval-episodes", "1", "--run-dir", "run"]
     done = subprocess.run(
         [sys.executable, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
@@ -3131,7 +3371,7 @@ def test_a_resumed_run_keeps_its_wandb_id(tmp_path, monkeypatch):
 def test_filming_does_not_change_what_the_agent_learns(script, tmp_path):
     argv = ("--env-id", script.env_id, *FILM_ARGV)
     plain = run(script, tmp_path / "plain", *argv)
-    filmed = run(script, tmp_path / "filmed", *argv, "--capture-video")
+    filmed = run(script, tmp_path / "filmed", *argv, *FILMED)
     assert filmed["episode_returns"] == plain["episode_returns"] and plain["episode_returns"]
     for name, weights in plain["agent"].state_dict().items():
         assert torch.equal(filmed["agent"].state_dict()[name], weights), name
@@ -3151,7 +3391,7 @@ def test_a_renderer_that_fails_mid_run_warns_once_and_training_goes_on(
         raise RuntimeError("the GL context is gone")
 
     monkeypatch.setattr(gym.wrappers.vector.TransformAction, "render", render, raising=False)
-    filmed = run(script, tmp_path / "filmed", *FILM_ARGV, "--capture-video")
+    filmed = run(script, tmp_path / "filmed", *FILM_ARGV, *FILMED)
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert warnings == [
         f"{script.path.name}: warning: training goes on unfilmed: the GL context is gone"

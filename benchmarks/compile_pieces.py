@@ -96,11 +96,11 @@ def measure(make, rounds=20, calls=40):
     )
 
 
-PIECES = {
-    "update step, R's networks (256x256 critic)": lambda: update_step(256),
-    "update step, 64x64 critic": lambda: update_step(64),
-    "act step, 8 envs": act_step,
-    "GAE, 256 x 8": gae,
+PIECES = {  # --pieces: the short names
+    "update": ("update step, R's networks (256x256 critic)", lambda: update_step(256)),
+    "update64": ("update step, 64x64 critic", lambda: update_step(64)),
+    "act": ("act step, 8 envs", act_step),
+    "gae": ("GAE, 256 x 8", gae),
 }
 
 
@@ -123,10 +123,11 @@ def profile(path, steps=50):
 
 
 def table(raw):
+    rounds, calls = raw.get("rounds", 20), raw.get("calls", 40)
     lines = [
         f"One piece of ppo_continuous.py's step at a time, eager and with torch.compile "
         f"(dynamic shapes), on {raw['device']}, one torch thread, torch {raw['torch']}: the best "
-        "of 20 interleaved rounds of 40 calls. Compiling: the first compiled call.",
+        f"of {rounds} interleaved rounds of {calls} calls. Compiling: the first compiled call.",
         "",
         "| piece | eager | compiled | speed-up | compiling |",
         "|---|---|---|---|---|",
@@ -143,17 +144,24 @@ def table(raw):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="folder for pieces.json and pieces.md")
+    p.add_argument("--pieces", nargs="+", choices=PIECES, default=list(PIECES), help="to time")
+    p.add_argument("--rounds", type=int, default=20, help="interleaved rounds of each piece")
+    p.add_argument("--calls", type=int, default=40, help="calls a round")
+    p.add_argument("--profile-steps", type=int, default=50, help="steps profiled; 0: none")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     raw = dict(device=f"{platform.machine()} CPU", torch=torch.__version__, pieces={})
-    for name, make in PIECES.items():
-        raw["pieces"][name] = measure(make)
+    raw |= dict(rounds=args.rounds, calls=args.calls)
+    for key in args.pieces:
+        name, make = PIECES[key]
+        raw["pieces"][name] = measure(make, args.rounds, args.calls)
         print(table(raw).splitlines()[-1], flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "pieces.json").write_text(json.dumps(raw, indent=1))
     (out / "pieces.md").write_text(table(raw))
-    profile(out / "profile.txt")
+    if args.profile_steps:
+        profile(out / "profile.txt", args.profile_steps)
     print(table(raw))
 
 

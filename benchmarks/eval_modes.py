@@ -41,6 +41,9 @@ def parse_args(argv=None):
     p.add_argument("--episodes", type=int, default=20, help="evaluation episodes per mode")
     p.add_argument("--out", required=True, help="folder for raw.json, table.md, eval_modes.png")
     p.add_argument("--replot", action="store_true", help="redo table and plot from raw.json")
+    p.add_argument(
+        "--budgets", nargs="+", type=int, help="training steps, every env; default: CASES'"
+    )
     return p.parse_args(argv)
 
 
@@ -149,8 +152,9 @@ def main(args):
     else:
         raw = {"seeds": args.seeds, "episodes": args.episodes, "results": []}
         raw["scripts"] = {env_id: f"{m.__name__}.py" for env_id, (m, _) in CASES.items()}
-        raw["budgets"] = {env_id: budgets for env_id, (_, budgets) in CASES.items()}
-        for env_id, (module, budgets) in CASES.items():
+        raw["budgets"] = {env_id: args.budgets or b for env_id, (_, b) in CASES.items()}
+        for env_id, (module, _) in CASES.items():
+            budgets = raw["budgets"][env_id]
             for seed in args.seeds:
                 for budget in budgets:
                     t0 = time.time()

@@ -89,9 +89,10 @@ def peak_of_mean_curve(raw, label=None, every=EPOCH, episodes=TEST_EPISODES, unt
     """(peak, step, curve): Tianshou's score from the training episodes of raw.json's runs of
     `label` (default: the first script). At each multiple of `every` env steps up to `until`, a
     seed's point is the mean return of its last `episodes` training episodes that ended by then;
-    the curve is the mean over seeds wherever every seed has a point; the peak is its maximum."""
+    the curve is the mean over seeds up to the runs' --total-timesteps; the peak is its maximum."""
     runs = [r for r in raw["runs"] if r["script"] == (label or raw["runs"][0]["script"])]
-    steps = np.arange(every, until + 1, every)
+    end = min(until, raw.get("total_timesteps", until))  # no point past the runs' end
+    steps = np.arange(every, end + 1, every)
     points = []
     for run in runs:
         ends = np.array([e[0] for e in run["episodes"]])

@@ -17,7 +17,7 @@ The levels are 25, 50, 75 and 100% of the env's best published figure (benchmark
 and on in steps of 25% while either run reaches them.
 
     pip install "gymnasium[mujoco]"
-    python benchmarks/race.py --env-id Hopper-v5 --seeds 1 --total-timesteps 50000
+    python benchmarks/race.py --env-id Hopper-v5 --seeds 1 --total-timesteps 50000 --out runs/race
     python benchmarks/race.py --env-id Hopper-v5 Walker2d-v5 HalfCheetah-v5 --seeds 1 2 3
     python benchmarks/race.py --env-id Hopper-v5 --table     # the table and picture again
 
@@ -70,7 +70,8 @@ def parse_args(argv=None):
     p.add_argument("--env-id", nargs="+", default=["Hopper-v5"], help="MuJoCo envs to race on")
     p.add_argument("--seeds", type=int, nargs="+", default=[1], help="seeds, one race each")
     p.add_argument("--total-timesteps", type=int, default=1_000_000, help="env steps per run")
-    p.add_argument("--out", default=str(HERE / "results" / "race"), help="raw.json, table, png")
+    out = HERE / "results" / "mujoco_vs_sb3" / "race"  # where the docs' race lives
+    p.add_argument("--out", default=str(out), help="raw.json, table, png")
     p.add_argument("--table", action="store_true", help="only the table and picture, from raw.json")
     p.add_argument("--python", default=sys.executable, help="the interpreter of both runs")
     p.add_argument("--sides", nargs="+", choices=SIDES, default=SIDES, help="the queues to run")
@@ -409,7 +410,7 @@ def main(args):
         for thread in sides:
             thread.join()
     raw = {e: {s: r for s, r in raw[e].items() if set(SIDES) <= set(r)} for e in raw}
-    report({e: raw[e] for e in args.env_id if e in raw}, out)
+    report({e: seeds for e, seeds in raw.items() if seeds}, out)  # every env raw.json holds
     return 0
 
 

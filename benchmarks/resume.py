@@ -11,6 +11,7 @@ final greedy evaluation (the mean of its --eval-episodes episodes), solved at th
 import argparse
 import importlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scripts", nargs="+", default=["ppo_gae.py", "ppo_continuous.py"])
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
+    p.add_argument("--total-timesteps", type=int, help="each run's; default: the script's own")
     p.add_argument("--out", required=True, help="folder for raw.json, table.md and the runs")
     return p.parse_args(argv)
 
@@ -52,11 +54,12 @@ def checkpoint_step(path):
         return -1
 
 
-def one(script, seed, run_dir, stop):
+def one(script, seed, run_dir, stop, total=None):
     """One run, never stopped or stopped halfway: (wall seconds, step stopped at or None)."""
-    total = defaults(script).total_timesteps
+    total = total or defaults(script).total_timesteps
     command = [sys.executable, str(ROOT / script), "--seed", str(seed), "--run-dir", str(run_dir)]
-    command += ["--checkpoint-every", str(total // 10)]
+    command += ["--checkpoint-every", str(total // 10), "--total-timesteps", str(total)]
+    shutil.rmtree(run_dir, ignore_errors=True)  # this tool's own run of an earlier time
     start, stopped_at = time.time(), None
     with open(run_dir.parent / f"{run_dir.name}.log", "w") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -66,7 +69,7 @@ def one(script, seed, run_dir, stop):
                 stopped_at = checkpoint_step(run_dir / "checkpoint.pt")
                 break
             time.sleep(0.1)
-        expected = 143 if stopped_at is not None else 0
+        expected = -signal.SIGTERM if stopped_at is not None else 0  # ended by the signal itself
         if proc.wait() != expected:
             sys.exit(f"{command} exited with {proc.returncode}, not {expected}")
         if stopped_at is not None:
@@ -86,7 +89,7 @@ def main(args):
                 run_dir = (
                     out / "runs" / f"{Path(script).stem}__{seed}__{'stopped' if stop else 'whole'}"
                 )
-                wall, stopped_at = one(script, seed, run_dir, stop)
+                wall, stopped_at = one(script, seed, run_dir, stop, args.total_timesteps)
                 score = evaluation(run_dir)
                 rows.append(
                     dict(

@@ -203,7 +203,8 @@ def main(args):
         for i, ret in enumerate(eval_returns):
             writer.add_scalar("eval/episodic_return", ret, i)
         mean = sum(eval_returns) / len(eval_returns)
-        print(f"eval: mean return {mean:.1f} over {len(eval_returns)} episodes")
+        n = len(eval_returns)
+        print(f"eval: mean return {mean:.1f} over {n} episode{'s' if n > 1 else ''}")
     writer.close()
     return {"model": model, "eval_returns": eval_returns, "run_dir": run_dir}
 

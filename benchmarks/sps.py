@@ -22,6 +22,7 @@ iteration, which is left out: the 1M-step runs of docs/results.md count it).
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -64,10 +65,12 @@ def parse_args(argv=None):
         "--min-steps", type=int, default=2**19, help="env steps timed per point, at least"
     )
     p.add_argument("--cuda", action="store_true", help="train on the GPU")
+    p.add_argument("--threads", type=int, default=1, help="the scripts' --threads")
     p.add_argument("--out", required=True, help="folder for raw.json, table.md, sps.png")
     p.add_argument("--replot", action="store_true", help="redo table and plot from raw.json")
     p.add_argument("--mujoco", action="store_true", help="ppo_continuous's recipe on MuJoCo")
     p.add_argument("--iterations", type=int, default=5, help="timed iterations per --mujoco run")
+    p.add_argument("--envs", nargs="+", default=MUJOCO_ENVS, help="--mujoco: the envs timed")
     p.add_argument("--compile", action="store_true", help="--mujoco: eager, then --compile too")
     return p.parse_args(argv)
 
@@ -75,9 +78,9 @@ def parse_args(argv=None):
 def timed(module, flags, cuda=False):
     """Seconds of rollout and of update for each iteration after the first, of a run of
     `module` with `flags` in this process: a rollout ends where GAE starts (compute_gae), an
-    update where its log starts (Run.update)."""
+    update where its log starts (Log.update)."""
     marks = []  # (what, time) at the end of each rollout and of each update
-    compute_gae, log_update = module.compute_gae, module.Run.update
+    compute_gae, log_update = module.compute_gae, module.Log.update
 
     def mark(what):
         if cuda:
@@ -92,12 +95,12 @@ def timed(module, flags, cuda=False):
         mark("update")
         return log_update(*a, **k)
 
-    module.compute_gae, module.Run.update = end_of_rollout, end_of_update
+    module.compute_gae, module.Log.update = end_of_rollout, end_of_update
     try:
         with tempfile.TemporaryDirectory() as run_dir:
             module.train(module.parse_args([*flags, "--eval-episodes", "0", "--run-dir", run_dir]))
     finally:
-        module.compute_gae, module.Run.update = compute_gae, log_update
+        module.compute_gae, module.Log.update = compute_gae, log_update
     times = [t for _, t in marks]
     rollouts = [b - a for a, b in zip(times[1::2], times[2::2], strict=False)]
     updates = [b - a for a, b in zip(times[2::2], times[3::2], strict=False)]
@@ -113,7 +116,7 @@ def measure(env_id, num_envs, args):
     flags += ["--update-epochs", str(args.update_epochs), "--num-minibatches", str(minibatches)]
     flags += ["--total-timesteps", str(iterations * batch)]
     flags += ["--cuda"] if args.cuda else []
-    rollouts, updates = timed(ppo_gae, flags, args.cuda)
+    rollouts, updates = timed(ppo_gae, flags + ["--threads", str(args.threads)], args.cuda)
     return {
         "minibatches": minibatches,
         "env_id": env_id.split(":")[-1],  # CartPoleTorch-v1
@@ -148,6 +151,7 @@ def raw_rate(env_id, num_envs=8, steps=2000):
 
 def measure_mujoco(env_id, args):
     total = ["--total-timesteps", str((args.iterations + 1) * 2048), "--env-id", env_id]
+    total += ["--threads", str(args.threads)]
     rollouts, updates = timed(ppo_continuous, RECIPE.split() + total)
     one = "--update-epochs 1 --num-minibatches 1".split()
     rollouts_one, updates_one = timed(ppo_continuous, RECIPE.split() + total + one)
@@ -299,9 +303,9 @@ def main_mujoco(args, out):
     if args.replot:
         raw = json.loads((out / "raw.json").read_text())
     else:
-        device = f"{platform.machine()} CPU with {ppo_continuous.CPU_THREADS} cores"
+        device = f"{platform.machine()} CPU, {args.threads} of {os.cpu_count()} cores"
         raw = {"device": device, "results": []}
-        for env_id in MUJOCO_ENVS:
+        for env_id in args.envs:
             raw["results"].append(measure_mujoco(env_id, args))
             print(make_mujoco_table(raw).splitlines()[-1], flush=True)
         (out / "raw.json").write_text(json.dumps(raw, indent=1))
@@ -322,7 +326,7 @@ def main(args):
         if args.cuda:
             device = torch.cuda.get_device_name()
         else:
-            device = f"{platform.machine()} CPU with {ppo_gae.CPU_THREADS} cores"
+            device = f"{platform.machine()} CPU, {args.threads} of {os.cpu_count()} cores"
         raw = {"num_steps": args.num_steps, "update_epochs": args.update_epochs}
         raw["minibatch_size"] = args.minibatch_size
         raw |= {"device": device, "results": []}

@@ -8,12 +8,16 @@ Run: python -m pytest -q benchmarks/test_benchmarks.py
      and zoo_nets.py (lesson 7's networks);
   3. iqm.py (rliable's IQM) and sb3_ppo.py's rl-zoo settings;
   4. line_world.py: greedy successes, and the line world as the course ran it (--course);
-  5. eval_modes.py: the sampled evaluation of every script, through its lesson's names.
+  5. eval_modes.py: the sampled evaluation of every script, through its lesson's names;
+  6. every tool of benchmarks/README.md run to its end at its smallest settings (its table
+     written), so that a renamed class or exit status fails here, not at a user's.
 """
 
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -92,9 +96,11 @@ def test_tune_two_workers_at_once_share_one_study(tune_storage, tmp_path):
     for t in trials:  # the objective is the evaluation that the run itself printed
         (evaluation,) = t.user_attrs["evaluations"]
         (log,) = tmp_path.glob(f"out*/runs/shared/trial{t.number}_seed1/stdout.log")
-        said = re.search(r"evaluation over 1 episodes: ([\d.]+)", log.read_text()).group(1)
+        said = re.search(r"evaluation over 1 episode: ([\d.]+)", log.read_text()).group(1)
         assert t.value == evaluation == pytest.approx(float(said), abs=0.05)
-    assert "Best trial, as a command:" in outputs[0] + outputs[1]
+    assert "Best trial, as the commands of its runs:" in outputs[0] + outputs[1]
+    rerun = "for seed in 1; do python ppo_gae.py --env-id CartPole-v1 --seed $seed "
+    assert rerun + "--total-timesteps 1024 --eval-episodes 1 " in outputs[0]  # every flag
     # Each worker's report saw the trials done when it ended; --report, after both, sees all.
     final = tune_cli(
         "--study-name",
@@ -110,7 +116,10 @@ def test_tune_two_workers_at_once_share_one_study(tune_storage, tmp_path):
     assert final.returncode == 0, said
     report = (tmp_path / "final" / "shared.md").read_text()
     best = max(trials, key=lambda t: t.value)
-    assert f"python ppo_gae.py --env-id CartPole-v1 {best.user_attrs['flags']}" in report
+    assert (
+        f"{rerun}--total-timesteps 1024 --eval-episodes 1 {best.user_attrs['flags']}; done"
+        in report
+    )
 
 
 def test_tune_kills_the_runs_of_a_pruned_trial(tune_storage, tmp_path):
@@ -373,6 +382,29 @@ def test_race_runs_each_side_as_a_queue_on_its_own_core_and_keeps_what_is_done(
     assert calls == [("peer", 1, "Walker2d-v5", "2")]
 
 
+def test_race_table_keeps_every_env_its_raw_json_holds(tmp_path):
+    # --table alone (no --env-id) once rewrote a table of three envs with Hopper's alone
+    from benchmarks import race
+
+    episodes = [[100 * (i + 1), float(i), 100.0 * i] for i in range(40)]
+    seed = {"1": {side: dict(returncode=0, episodes=episodes) for side in race.SIDES}}
+    raw = {"Hopper-v5": seed, "Walker2d-v5": seed, "HalfCheetah-v5": seed}
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    assert race.main(race.parse_args(["--table", "--out", str(tmp_path)])) == 0
+    table = (tmp_path / "table.md").read_text()
+    assert all(env_id in table for env_id in raw), table
+    assert race.parse_args([]).out == str(ROOT / "benchmarks/results/mujoco_vs_sb3/race")
+
+
+def test_zoo_nets_says_its_own_name(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "zoo_nets.py"), "--help"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("usage: zoo_nets.py [-h]")
+
+
 def test_race_runs_rl_zoo3s_own_entry_for_the_v4_env(capsys):
     from benchmarks import race
 
@@ -397,7 +429,7 @@ def test_zoo_nets_trains_ppo_continuous_with_256x256_relu_actor_and_critic(tmp_p
     flags += ["--critic-hidden", "32", "--run-dir", str(tmp_path)]
     done = subprocess.run([sys.executable, script] + flags, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    weights = torch.load(tmp_path / "ppo_continuous.pt")  # Pendulum: 3 numbers in, 1 action out
+    weights = torch.load(tmp_path / "zoo_nets.pt")  # Pendulum: 3 numbers in, 1 action out
     for net in ("actor_mean", "critic"):
         shapes = [tuple(weights[f"{net}.{i}.weight"].shape) for i in (0, 2, 4)]
         assert shapes == [(256, 3), (256, 256), (1, 256)], net
@@ -542,6 +574,9 @@ def test_iqm_reads_raw_json_and_scores_the_peak_as_tianshou_does(tmp_path, capsy
     # Their mean: 2, 3.5, 5; the peak is 5 at step 30.
     peak, step, curve = iqm.peak_of_mean_curve(raw, "a.py", every=10, episodes=2, until=30)
     assert (peak, step) == (5.0, 30) and curve == [(10, 2.0), (20, 3.5), (30, 5.0)]
+    # Runs of 25 steps: no point at 30, past their end (which took their last episode's 5)
+    peak, step, curve = iqm.peak_of_mean_curve(raw | dict(total_timesteps=25), "a.py", 10, 2, 30)
+    assert (peak, step) == (3.5, 20) and curve == [(10, 2.0), (20, 3.5)]
     (tmp_path / "raw.json").write_text(json.dumps(raw))
     out = iqm.table([tmp_path], reps=100)
     assert f"| {tmp_path.name} | a.py | 1,2 | 22.5 ± 7.5 | 22.5 [" in out
@@ -730,3 +765,93 @@ def test_eval_modes_samples_each_scripts_policy_through_its_lesson(name):
         assert abs(draws.std() - 0.3) < 0.02
     returns = module.evaluate(sampled, env, 2, 10_000, torch.device("cpu"))  # as measure() runs it
     assert len(returns) == 2 and all(np.isfinite(returns))
+
+
+# ----------------------------------------------------------------------------------------------
+# 6. Every tool of benchmarks/README.md, run to its end at its smallest settings
+# ----------------------------------------------------------------------------------------------
+
+# tool: (its flags, OUT the test's folder; what it writes into OUT)
+SMOKE = {
+    "sb3_ppo.py": (
+        "--env-id CartPole-v1 --total-timesteps 256 --eval-episodes 1 --run-dir OUT/run",
+        ["run"],
+    ),
+    "mujoco_suite.py": (
+        "run --envs Hopper-v5 --seeds 1 --total-timesteps 2048 --jobs 1 --results OUT --reps 100",
+        ["mujoco_suite.md", "hopper/table.md"],
+    ),
+    "iqm.py": ("--peak OUT", []),  # over a copy of a results folder
+    "race.py": (
+        "--env-id Hopper-v5 --seeds 1 --total-timesteps 1024 --out OUT",
+        ["raw.json", "table.md", "curves.png"],
+    ),
+    "compile_race.py": ("--out OUT --eager OUT/eager --race OUT/race", ["table.md"]),
+    "sps.py": ("--num-envs 4 --num-steps 8 --min-steps 64 --out OUT", ["table.md", "sps.png"]),
+    "sps.py --mujoco": (
+        "--mujoco --envs Hopper-v5 --iterations 1 --out OUT",
+        ["table.md", "sps.png"],
+    ),
+    "compile_pieces.py": (
+        "--pieces act --rounds 1 --calls 1 --profile-steps 0 --out OUT",
+        ["pieces.md"],
+    ),
+    "async_envs.py": (
+        "--envs Pendulum-v1 --num-envs 2 --raw-steps 200 --iterations 1 --out OUT",
+        ["table.md"],
+    ),
+    "resume.py": (
+        "--scripts ppo_gae.py --seeds 1 --total-timesteps 4096 --out OUT",
+        ["table.md"],
+    ),
+    "grad_variance.py": (
+        "--seeds 1 --budgets 512 --batches 2 --episodes 1 --out OUT",
+        ["table.md", "variance.png"],
+    ),
+    "eval_modes.py": (
+        "--seeds 1 --budgets 1024 --episodes 2 --out OUT",
+        ["table.md", "eval_modes.png"],
+    ),
+    "line_world.py": (
+        "--seeds 1 --total-timesteps 512 --episodes 5 --out OUT",
+        ["table.md", "success.png"],
+    ),
+    "threads.py": (
+        "--cores 1 --num-envs 2 --num-steps 8 --iterations 2 --repeats 1 --out OUT",
+        ["table.md"],
+    ),
+}
+# The tools whose own tests above run their command to its end.
+COVERED = {
+    "run.py": "test_run_append_adds_seeds_and_keeps_the_runs_it_has",
+    "tune.py": "test_tune_two_workers_at_once_share_one_study",
+    "zoo_nets.py": "test_zoo_nets_trains_ppo_continuous_with_256x256_relu_actor_and_critic",
+}
+
+
+def test_every_tool_of_the_readme_has_a_test_that_runs_it():
+    text = (ROOT / "benchmarks" / "README.md").read_text()
+    tools = set(re.findall(r"^\| \[(\w+\.py)\]\(\1\)", text, re.MULTILINE))
+    assert tools == {tool.split()[0] for tool in SMOKE} | set(COVERED), tools
+    assert all(name in globals() for name in COVERED.values())
+
+
+@pytest.mark.parametrize("tool", SMOKE)
+def test_each_tool_runs_to_its_end_at_its_smallest_settings(tool, tmp_path):
+    argv, writes = SMOKE[tool]
+    results = ROOT / "benchmarks" / "results"
+    if tool == "iqm.py":  # a folder of run.py's, as the docs' tables have
+        shutil.copy(results / "inverteddoublependulum" / "raw.json", tmp_path)
+    if tool == "compile_race.py":  # race.py's folders: compiled, eager and the race
+        for name, folder in [(".", "race_compile"), ("eager", "race_eager"), ("race", "race")]:
+            (tmp_path / name).mkdir(exist_ok=True)
+            shutil.copy(results / "mujoco_vs_sb3" / folder / "raw.json", tmp_path / name)
+    command = [sys.executable, str(ROOT / "benchmarks" / tool.split()[0])]
+    command += [word.replace("OUT", str(tmp_path)) for word in shlex.split(argv)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr
+    assert all((tmp_path / name).exists() for name in writes), sorted(tmp_path.rglob("*"))
+    tables = [(tmp_path / name).read_text() for name in writes if name.endswith(".md")]
+    if tool != "sb3_ppo.py":  # a run, which run.py tabulates
+        assert "|---|" in done.stdout + "".join(tables)

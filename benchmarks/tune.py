@@ -390,7 +390,7 @@ def worker(args, space, trials):
         pruner=pruner_of(args.pruner),
         load_if_exists=True,
     )
-    for key in ("script", "env_id", "total_timesteps", "seeds", "flags"):
+    for key in ("script", "env_id", "total_timesteps", "seeds", "flags", "eval_episodes"):
         study.set_user_attr(key, getattr(args, key))
     retry_orphans(study)
     study.optimize(
@@ -405,6 +405,16 @@ def line_of(trial):
     value = "" if trial.value is None else f"{trial.value:.4g} "
     flags = trial.user_attrs.get("flags", "")
     return f"trial {trial.number}: {trial.state.name.lower()} {value}{flags}"
+
+
+def best_command(study, trial):
+    """The commands that run `trial` again: every flag its runs had, for each seed."""
+    attrs = study.user_attrs
+    episodes = attrs.get("eval_episodes", 10)  # (a study of before 2026-11-27: the default)
+    flags = f"--total-timesteps {attrs['total_timesteps']} --eval-episodes {episodes}"
+    command = f"python {attrs['script']} --env-id {attrs['env_id']} --seed $seed {flags}"
+    seeds = " ".join(map(str, attrs["seeds"]))
+    return f"for seed in {seeds}; do {command} {trial.user_attrs['flags']}; done"
 
 
 def report(args):
@@ -431,10 +441,13 @@ def report(args):
         "",
     ]
     if done:
-        best = done[0]
-        command = f"python {attrs.get('script')} --env-id {attrs.get('env_id')} "
-        command += best.user_attrs["flags"]
-        lines += ["Best trial, as a command:", "", "```bash", command, "```", ""]
+        lines += [
+            "Best trial, as the commands of its runs:",
+            "",
+            "```bash",
+            best_command(study, done[0]),
+        ]
+        lines += ["```", ""]
         lines += ["| trial | objective | per seed | flags |", "|---|---|---|---|"]
         for t in done[:10]:
             seeds = ", ".join(f"{e:.4g}" for e in t.user_attrs.get("evaluations", []))

@@ -45,4 +45,5 @@ class ZooAgent(ppo_continuous.Agent):
 
 if __name__ == "__main__":
     ppo_continuous.Agent = ZooAgent  # train() builds its agent from the module's name
+    ppo_continuous.SCRIPT = Path(__file__).name  # its --help, lines and run folders say so
     ppo_continuous.train(ppo_continuous.parse_args())

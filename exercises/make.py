@@ -85,9 +85,10 @@ def exercise(rung, solved=False):
             parts[name] = lines[tops[name].lineno - 1 : tops[name].end_lineno]
             todo |= names_used(tops[name])
     used = set().union(*(names_used(tops[n]) for n in parts))  # what the answers need too
+    tried = [node for top in tree.body if isinstance(top, ast.Try) for node in top.body]
     imports = [
         ast.get_source_segment(source, node)
-        for node in tree.body
+        for node in tree.body + tried  # the imports at the top, and those Ctrl-C's `try:` holds
         if isinstance(node, (ast.Import, ast.ImportFrom))
         and {(a.asname or a.name).split(".")[0] for a in node.names} & used
     ]

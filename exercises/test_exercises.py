@@ -1267,7 +1267,7 @@ def test_an_exercise_file_trains_the_script_with_the_students_functions(tmp_path
     done = cli([str(path), *argv], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("student compute_gae") == 4  # 2048 / 512 steps a rollout
-    assert "evaluation over 1 episodes" in done.stdout
+    assert "evaluation over 1 episode: " in done.stdout
 
 
 def test_an_exercise_file_answers_help_blank_and_stops_a_broken_run_in_one_line(tmp_path):
