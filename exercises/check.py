@@ -1252,15 +1252,22 @@ IGNORABLE = (  # Unicode's default-ignorable code points, and the blank braille 
 LATIN_LIKE = ("LATIN", "GREEK", "CYRILLIC", "ARMENIAN", "CHEROKEE", "COPTIC")  # pass for a-z
 
 
-def looks_alike(one, other):
-    """Whether two names, as printed, may look the same: equal after NFKC, but where one has
-    an ASCII character and the other a letter of a script that has its look-alikes (a
-    Cyrillic а for an a)."""
-    one, other = (unicodedata.normalize("NFKC", name) for name in (one, other))
-    return len(one) == len(other) and all(
-        a == b or (a.isascii() != b.isascii() and latin_like(b if a.isascii() else a))
-        for a, b in zip(one, other, strict=True)
-    )
+def alike(names):
+    """The places of the names that may look the same as another as printed: equal after NFKC,
+    but where one has an ASCII character and the other a letter of a script that has its
+    look-alikes (a Cyrillic а for an a)."""
+    shown = [unicodedata.normalize("NFKC", name) for name in names]
+    return {
+        i
+        for i, one in enumerate(shown)
+        for j, other in enumerate(shown)
+        if i != j
+        and len(one) == len(other)
+        and all(
+            a == b or (a.isascii() != b.isascii() and latin_like(b if a.isascii() else a))
+            for a, b in zip(one, other, strict=True)
+        )
+    }
 
 
 def latin_like(character):
@@ -1287,15 +1294,9 @@ def submissions(rung, folder):
         except OSError as error:  # a folder the teacher cannot read, say
             found.append((entry.name, entry.name, Unreadable(f"{entry.name}: {error.strerror}")))
     names = [one_line(name, 80) for name, _, _ in found]
-    alike = {
-        i
-        for i, one in enumerate(names)
-        for j, other in enumerate(names)
-        if i != j and len(one) == len(other) and looks_alike(one, other)
-    }
-    return [  # one row a student: where two would print alike, each their entry's whole name
-        (ascii(entry) if i in alike else names[i], path) for i, (_, entry, path) in enumerate(found)
-    ]
+    while marked := alike(names):  # until none: a mark may look like another's name
+        names = [ascii(found[i][1]) if i in marked else name for i, name in enumerate(names)]
+    return [(name, path) for name, (_, _, path) in zip(names, found, strict=True)]
 
 
 def snapshot(rung, path):

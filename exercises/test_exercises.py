@@ -2575,10 +2575,21 @@ def compile_bomb(size):
     return "def bomb(**kwargs):\n    pass\n\n\nbomb(" + "".join(arguments) + ")\n"
 
 
+def never_a_bomb(parse):
+    """parse (compile, ast.parse), for the grader's process: a hand-in's bomb is not for it."""
+
+    def parse_no_bomb(source, *args, **kwargs):
+        assert "bomb(" not in str(source), "the grader's own process parsed a hand-in"
+        return parse(source, *args, **kwargs)
+
+    return parse_no_bomb
+
+
 @needs_sandbox
-def test_a_compile_bomb_is_on_its_students_time_not_the_graders(tmp_path):
+def test_a_compile_bomb_is_on_its_students_time_not_the_graders(tmp_path, capsys, monkeypatch):
     """A .py file of 256 KiB, and a notebook whose helper cell holds the same, compile in
-    quadratic time: each is that student's time-out; the others are graded as ever."""
+    quadratic time: the grader's own process never parses or compiles either (a student's
+    child does, on the student's time); each is that student's time-out, the others graded."""
     nbformat = pytest.importorskip("nbformat")
     folder, table = tmp_path / "handed_in", tmp_path / "grades.csv"
     folder.mkdir()
@@ -2592,24 +2603,29 @@ def test_a_compile_bomb_is_on_its_students_time_not_the_graders(tmp_path):
     )
     nb.cells.append(nbformat.v4.new_code_cell(helper))
     nbformat.write(nb, folder / "bombnb.ipynb")
+    monkeypatch.setattr(grader, "compile", never_a_bomb(compile), raising=False)
+    monkeypatch.setattr(grader.ast, "parse", never_a_bomb(grader.ast.parse))
     argv = ["ppo_gae", "--folder", str(folder), "--time-limit", "1", "--csv", str(table)]
-    done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
-    assert done.stderr == "" and done.stdout.splitlines()[1:] == [
+    code, lines = grade_args(capsys, *argv)
+    assert code == 1 and lines[1:] == [
         "ada      2 of 2",
         "bomb     0 of 2      ✗ compute_gae, ✗ value_loss",
         "bombnb   0 of 2      ✗ compute_gae, ✗ value_loss",
-    ], done.stdout
+    ], lines
     rows = {row[0]: row for row in csv.reader(table.open())}
     for student in ("bomb", "bombnb"):
         assert rows[student][3].endswith("cannot load: still running after 1 s, the time limit")
 
 
-GRANDCHILD = """    if not hasattr(os, "left") and os.fork() == 0:  # once: no child of the runner's
-        os.setsid()
-        if os.fork() == 0:
-            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(4343.5)"])
-        os._exit(0)
-    os.left = time.sleep(0.2)
+GRANDCHILD = """    if not hasattr(os, "left"):  # once: a process that is no child of the runner's
+        os.left = os.fork()
+        if os.left == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(4343.5)"])
+            os._exit(0)
+        os.waitpid(os.left, 0)
+        time.sleep(0.2)
 """
 ALONE = """    others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
     if others != ["1"]:  # the sandbox's init, and this process: no other
@@ -2636,8 +2652,9 @@ def test_the_next_function_runs_with_no_process_of_the_last(tmp_path, capsys):
 @needs_sandbox
 def test_names_that_print_alike_each_get_a_mark_a_teacher_can_tell_apart(tmp_path):
     """A combining grapheme joiner and a Hangul filler (which show nothing) are escaped; a
-    Cyrillic а beside a Latin a, and two names of 90 characters that differ only past the 80
-    printed, are each shown by their whole file name, escaped: on screen and in the CSV."""
+    Cyrillic а beside a Latin a, two names of 90 characters that differ only past the 80
+    printed, and a name that prints as another's mark, are each shown by their whole file
+    name, escaped: on screen and in the CSV."""
     folder, table = tmp_path / "handed_in", tmp_path / "grades.csv"
     folder.mkdir()
     solved, blank = (exercise_maker.exercise("vpg", solved=s) for s in (True, False))
@@ -2648,6 +2665,7 @@ def test_names_that_print_alike_each_get_a_mark_a_teacher_can_tell_apart(tmp_pat
         ("ad\u3164a", blank),
         ("x" * 89 + "a", solved),
         ("x" * 89 + "b", blank),
+        ("'ada.py'", blank),  # as the mark of ada.py would print
     ]:
         (folder / f"{name}.py").write_text(text)
     done = cli(
@@ -2662,6 +2680,7 @@ def test_names_that_print_alike_each_get_a_mark_a_teacher_can_tell_apart(tmp_pat
         "ad\\u3164a": "vpg_loss",
         f"'{'x' * 89}a.py'": "1",
         f"'{'x' * 89}b.py'": "vpg_loss",
+        "\"'ada.py'.py\"": "vpg_loss",
     }, done.stdout
     assert [row[0] for row in csv.reader(table.open())][1:] == list(rows)
 
