@@ -25,15 +25,18 @@ import argparse
 import ast
 import contextlib
 import csv
+import errno
 import inspect
 import io
 import json
 import math
 import os
+import platform
 import select
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -286,6 +289,39 @@ def view(*programs):
     return arguments
 
 
+SYSCALLS = {  # machine: its audit arch, and its numbers of unshare, clone and clone3
+    "x86_64": (0xC000003E, 272, 56, 435),
+    "aarch64": (0xC00000B7, 97, 220, 435),
+}
+
+
+def no_new_user_namespace():
+    """A seccomp filter, classic BPF as bwrap --seccomp reads it, that refuses unshare() and
+    clone() with CLONE_NEWUSER (EPERM), clone3() (ENOSYS: glibc falls back to clone()) and any
+    system call of another ABI (i386's or x32's on x86_64): no student makes a user namespace,
+    and in it a tmpfs of their own. None on a machine it does not know."""
+    if platform.machine() not in SYSCALLS:
+        return None
+    arch, unshare, clone, clone3 = SYSCALLS[platform.machine()]
+    allow, refuse, absent = 0x7FFF0000, 0x50000 | errno.EPERM, 0x50000 | errno.ENOSYS
+    load, equal, at_least, any_bit, give = 0x20, 0x15, 0x35, 0x45, 0x06
+    program = [  # (code, jump if true, jump if false, k): jumps count the lines skipped
+        (load, 0, 0, 4),  # 0: its ABI
+        (equal, 0, 9, arch),  # 1: another: absent
+        (load, 0, 0, 0),  # 2: the system call's number
+        (at_least, 7, 0, 0x40000000),  # 3: x32's: absent
+        (equal, 6, 0, clone3),  # 4: absent
+        (equal, 1, 0, unshare),  # 5: look at its flags
+        (equal, 0, 2, clone),  # 6: look at its flags, or allow
+        (load, 0, 0, 16),  # 7: its first argument, the flags
+        (any_bit, 1, 0, 0x10000000),  # 8: CLONE_NEWUSER: refused
+        (give, 0, 0, allow),  # 9
+        (give, 0, 0, refuse),  # 10
+        (give, 0, 0, absent),  # 11
+    ]
+    return b"".join(struct.pack("=HBBI", *line) for line in program)
+
+
 class Sandbox:
     """How a child starts in bubblewrap: bwrap's program and its options, what runs the child's
     program inside (setpriv, where bwrap runs as root), and the user that runs bwrap (None: the
@@ -309,8 +345,12 @@ class Sandbox:
         options = [*self.options, "--perms", "0444", "--ro-bind-data", str(runner_file)]
         options += ["/grading/runner.py", "--info-fd", str(info_end), "--block-fd", str(block)]
         options += ["--remount-ro", "/"]  # nothing left to write
+        fds = [runner_file, info_end, block]
+        if no_new_user_namespace() is not None:
+            fds.append(data_fd(no_new_user_namespace()))
+            options += ["--seccomp", str(fds[-1])]
         options_file = data_fd(b"".join(f"{option}\0".encode() for option in options))
-        fds = [options_file, runner_file, info_end, block]
+        fds.append(options_file)
         if self.user is not None:
             kwargs |= dict(user=self.user, group=self.user, extra_groups=[])
         try:

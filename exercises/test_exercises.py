@@ -2390,9 +2390,10 @@ KERNEL = """    opened = []
             pass
     status = dict(line.split(":", 1) for line in open("/proc/self/status"))
     sets = {status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
+    made = ctypes.CDLL(None).unshare(0x10000000) == 0  # a user namespace, to mount in
     if not hasattr(os, "seen"):  # once, while the test looks at this process from the host
         os.seen = time.sleep(2)
-    raise RuntimeError(f"opened {opened}, capabilities {sorted(sets)}")
+    raise RuntimeError(f"opened {opened}, capabilities {sorted(sets)}, namespace {made}")
 """
 
 
@@ -2415,9 +2416,10 @@ def grader_children(pid):
 @needs_sandbox
 def test_a_students_code_runs_as_no_root_of_the_hosts_and_opens_no_kernel_setting(tmp_path):
     """A function that opens the kernel's settings for writing (never writing one) opens none,
-    holds no capability, and runs, as the host sees it, as no root: whoever runs the grader."""
+    holds no capability, makes no user namespace (in which to mount a tmpfs of its own), and
+    runs, as the host sees it, as no root: whoever runs the grader."""
     path = tmp_path / "reinforce.py"
-    path.write_text(wrong_file("reinforce", "discounted_returns", KERNEL))
+    path.write_text("import ctypes\n" + wrong_file("reinforce", "discounted_returns", KERNEL))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, str(ROOT / "exercises" / "check.py"), "reinforce", "--file"]
     grading = subprocess.Popen(
@@ -2437,7 +2439,7 @@ def test_a_students_code_runs_as_no_root_of_the_hosts_and_opens_no_kernel_settin
     out, _ = grading.communicate(timeout=120)
     assert owners and "0" not in owners, owners
     assert out.splitlines()[0].endswith(
-        "raised RuntimeError: opened [], capabilities ['0000000000000000']"
+        "raised RuntimeError: opened [], capabilities ['0000000000000000'], namespace False"
     ), out
 
 
