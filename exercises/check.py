@@ -13,12 +13,14 @@ case), then the total. Exit status: 0 when all pass; 1 when any fails or is not 
 for an unknown rung or a file that cannot be read, in one line.
 
 The grader builds every case, its inputs and what it expects, in its own process. The student's
-file runs in a child (exercises/runner.py) inside a bubblewrap sandbox that holds a copy of the
-file, the runner, and Python with its libraries, read-only: no repository, no reference script,
-no case, no other student, no network, a PID namespace of its own. The child gets a case's
-inputs as data and sends back what the function returned and its inputs after the call; the
-comparison, the in-place check, the mistake named and the exit status are decided here, on the
-grader's clock, within a memory limit per student.
+file runs in a child (exercises/runner.py) inside a bubblewrap sandbox that holds the runner,
+the system's libraries and Python's, read-only: no repository, no reference script, no case, no
+other student, no network, a PID namespace of its own; never the host's root, no capability,
+nothing of the teacher's environment. The file reaches the child as text, which the child
+parses and compiles on the student's time. The child gets a case's inputs as data and sends
+back what the function returned and its inputs after the call; the comparison, the in-place
+check, the mistake named and the exit status are decided here, on the grader's clock, within a
+memory limit per student that the kernel counts where the grader may make a cgroup.
 """
 
 import argparse
@@ -1203,7 +1205,7 @@ class Partial(Stop):
 
 def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None, memory=MEMORY_LIMIT):
     """[(name, passed, line)] for the functions of one rung in the file at path, run in a
-    child from a copy taken now. A file that cannot be read: exit 2 (strict), or a failed line
+    child from its text read now. A file that cannot be read: exit 2 (strict), or a failed line
     per function."""
     names = [n for n in cases.EXERCISES[rung] if only in (None, n)]
     text = read_hand_in(path)
@@ -1359,7 +1361,7 @@ def snapshot(rung, path):
 
 def grade_student(texts, limit, memory, bwrap):
     """A student's results: [(key, status, line)], their files run in a child of their own,
-    in a folder of its own that holds their files alone."""
+    which holds their text alone."""
     key = (lambda r, name: f"{r}.{name}") if len(texts) > 1 else (lambda r, name: name)
     readable = {r: text for r, text in texts.items() if not isinstance(text, Unreadable)}
     try:
@@ -1388,17 +1390,18 @@ def cell(text):
 
 
 def table_file(csv_path, folder):
-    """An empty file beside csv_path, made before anyone is graded, which the table replaces
-    csv_path from at the end; one line and exit 2 for a folder, a place in the class's folder
-    (whose entries are the students'), or one that cannot be written."""
-    place = Path(csv_path).resolve()
-    if place.is_dir():
+    """An empty file beside csv_path, made before anyone is graded, which replaces csv_path at
+    the end; one line and exit 2 for a folder, a place in the class's folder (whose entries are
+    the students'; a link there to elsewhere too: the table would replace it), or one that
+    cannot be written."""
+    entry = Path(csv_path).parent.resolve() / Path(csv_path).name  # the entry replaced
+    if entry.is_dir():
         fail(f"--csv {csv_path} is a folder: give the path of a file to write")
-    if place.is_relative_to(Path(folder).resolve()):
+    if any(place.is_relative_to(Path(folder).resolve()) for place in (entry, entry.resolve())):
         fail(f"--csv {csv_path} lies in the class's folder {folder}: write the grades elsewhere")
     try:
         return tempfile.NamedTemporaryFile(
-            "w", newline="", dir=place.parent, prefix=f".{place.name}-", delete=False
+            "w", newline="", dir=entry.parent, prefix=f".{entry.name}-", delete=False
         )
     except OSError as error:
         fail(f"cannot write {csv_path}: {error.strerror}")
