@@ -48,6 +48,7 @@ import time
 import types
 import unicodedata
 import warnings
+import zipfile
 from functools import cache
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -206,7 +207,7 @@ def interpreter():
     except (OSError, ValueError, TypeError, subprocess.SubprocessError):
         return [], []
     mapped = {line.split(maxsplit=5)[-1] for line in maps.splitlines() if " /" in line}
-    return [Path(p) for p in path if os.path.isdir(p)], sorted(Path(f) for f in mapped)
+    return [Path(p) for p in path if os.path.exists(p)], sorted(Path(f) for f in mapped)
 
 
 def shown_folders():
@@ -245,6 +246,16 @@ def program(path):
     return mounts | {Path(path): ["--ro-bind", path, path]}
 
 
+def holds_project(archive):
+    """Whether a zip archive holds one of this project's modules at its top (or cannot be read)."""
+    try:
+        with zipfile.ZipFile(archive) as files:
+            tops = {Path(name).stem for name in files.namelist() if "/" not in name}
+    except (OSError, zipfile.BadZipFile):
+        return True
+    return bool(tops & set(PROJECT))
+
+
 def emptied(place):
     return ["--tmpfs", str(place), "--remount-ro", str(place)]
 
@@ -271,10 +282,13 @@ def view(*programs):
             place = folder / repo.relative_to(folder.resolve())
             mounts[place] = emptied(place)
     for place in path:
-        if any(place.is_relative_to(folder) for folder in folders):
-            for name in PROJECT:
-                for copy in [*place.glob(f"{name}.py"), *place.glob(f"__pycache__/{name}.*")]:
-                    mounts[copy] = ["--ro-bind", "/dev/null", str(copy)]
+        if not any(place.is_relative_to(folder) for folder in folders):
+            continue
+        if place.is_file() and holds_project(place):  # an egg, a zip Python imports from
+            mounts[place] = ["--ro-bind", "/dev/null", str(place)]
+        for name in PROJECT:
+            for copy in [*place.glob(f"{name}.py"), *place.glob(f"__pycache__/{name}.*")]:
+                mounts[copy] = ["--ro-bind", "/dev/null", str(copy)]
     config = Path(sys.prefix) / "pyvenv.cfg"
     for file in [config, *mapped]:
         if file.is_file() and not any(file.is_relative_to(folder) for folder in folders):
@@ -497,13 +511,18 @@ def cgroup_places():
 @cache
 def cgroup_home():
     """(version, folder): the deepest cgroup, this process's or above it, in which the grader
-    may make a child cgroup with a memory limit (as root; or one delegated to the user, with
-    the memory controller on for its children), or None. Each child of a student's then runs in
-    a cgroup of its own: the kernel counts all the memory its processes hold, shared memory,
-    memfds and tmpfs files included, and stops it past the limit."""
+    may make a child cgroup with a memory limit (as root; or one delegated to the user), or
+    None. In cgroup v2 the memory controller must be on for its children: the grader turns it
+    on where the kernel lets it (the root cgroup, as root; a cgroup with no process). Each
+    child of a student's then runs in a cgroup of its own: the kernel counts all the memory its
+    processes hold, shared memory, memfds and tmpfs files included, and stops it past the
+    limit."""
     with contextlib.suppress(OSError, ValueError):
         for version, places in cgroup_places():
             for place in places:
+                if version == 2 and "memory" not in read(place / "cgroup.subtree_control").split():
+                    with contextlib.suppress(OSError):  # on for its children, where it may be
+                        (place / "cgroup.subtree_control").write_text("+memory")
                 if version == 2 and "memory" not in read(place / "cgroup.subtree_control").split():
                     continue
                 if os.access(place, os.W_OK):

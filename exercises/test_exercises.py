@@ -2163,9 +2163,12 @@ def test_a_notebooks_own_constants_go_with_its_functions_as_its_check_sends_them
 def test_a_copy_of_the_scripts_in_pythons_libraries_is_hidden_from_the_sandbox(
     tmp_path, monkeypatch
 ):
-    """After `pip install .`, a library folder holds the reference scripts: in each folder the
-    child imports from, the sandbox binds /dev/null over each (and its bytecode) and over
-    nothing else; every other Python library folder it would show is emptied."""
+    """After `pip install .`, a library folder holds the reference scripts: in each folder (or
+    zip, an egg) the child imports from, the sandbox binds /dev/null over each (and its
+    bytecode, and an egg that holds one) and over nothing else; every other Python library
+    folder it would show is emptied."""
+    import zipfile
+
     lib = tmp_path / "lib"
     used, other = lib / "python3.11" / "site-packages", lib / "python3" / "dist-packages"
     for folder in (used / "__pycache__", other):
@@ -2173,14 +2176,18 @@ def test_a_copy_of_the_scripts_in_pythons_libraries_is_hidden_from_the_sandbox(
     files = ["ppo_gae.py", "cases.py", "__pycache__/ppo_gae.cpython-311.pyc", "numpy_like.py"]
     for name in [*files, "../../python3/dist-packages/reinforce.py"]:
         (used / name).write_text("x = 1\n")
+    eggs = [used / "project.egg", used / "numpy_like.egg"]
+    for egg, module in zip(eggs, ["reinforce.py", "numpy_like.py"], strict=True):
+        with zipfile.ZipFile(egg, "w") as archive:
+            archive.writestr(module, "x = 1\n")
     monkeypatch.setattr(grader, "shown_folders", lambda: [lib])
-    monkeypatch.setattr(grader, "interpreter", lambda: ([used], []))
+    monkeypatch.setattr(grader, "interpreter", lambda: ([used, *eggs], []))
     arguments = grader.view()
     pairs = list(zip(arguments, arguments[1:], arguments[2:], strict=False))
     hidden = [
         place for option, source, place in pairs if (option, source) == ("--ro-bind", "/dev/null")
     ]
-    assert sorted(hidden) == sorted(str(used / name) for name in files[:3])
+    assert sorted(hidden) == sorted([*(str(used / name) for name in files[:3]), str(eggs[0])])
     assert [place for option, place, _ in pairs if option == "--tmpfs"] == [str(other)]
 
 
