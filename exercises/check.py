@@ -685,6 +685,8 @@ class Session:
             except (OSError, ValueError):
                 self.close()
                 raise Stop("its memory could not be limited") from None
+        with contextlib.suppress(OSError, TypeError):  # short of memory, the kernel ends the
+            Path(f"/proc/{self.runner}/oom_score_adj").write_text("1000")  # student's first
 
     def busy(self):
         """Whether anything of the student's runs beside the child: a thread of its own, or
