@@ -1354,8 +1354,9 @@ def submissions(rung, folder):
                 )
             elif entry.suffix == ".ipynb" or (rung != "all" and entry.suffix == ".py"):
                 found.append((entry.stem, entry.name, entry))
-        except OSError as error:  # a folder the teacher cannot read, say
-            found.append((entry.name, entry.name, Unreadable(f"{entry.name}: {error.strerror}")))
+        except Exception as error:  # noqa: BLE001  (a folder the teacher cannot read, say)
+            why = getattr(error, "strerror", None) or type(error).__name__
+            found.append((entry.name, entry.name, Unreadable(f"{entry.name}: {why}")))
     names = [one_line(name, 80) for name, _, _ in found]
     while marked := alike(names):  # until none: a mark may look like another's name
         names = [ascii(found[i][1]) if i in marked else name for i, name in enumerate(names)]
