@@ -608,10 +608,8 @@ def tree(pid):
         found.append(todo.pop())
         with contextlib.suppress(OSError):
             for task in os.listdir(f"/proc/{found[-1]}/task"):
-                with contextlib.suppress(OSError):
-                    todo += [
-                        int(p) for p in read(f"/proc/{found[-1]}/task/{task}/children").split()
-                    ]
+                children = read(f"/proc/{found[-1]}/task/{task}/children")
+                todo += [int(child) for child in children.split()]
     return found
 
 
@@ -637,15 +635,9 @@ class Session:
 
     def __init__(self, limit, memory, bwrap, budget):
         seconds = int(START_LIMIT + 100 * limit)  # CPU time: a backstop, should the grader die
-        runs = ["/grading/runner.py" if bwrap else str(HERE / "runner.py")]
-        runs = [
-            sys.executable,
-            "-I",
-            *runs,
-            str(memory << 20),
-            str(seconds),
-            str(int(bwrap is not None)),
-        ]
+        program = "/grading/runner.py" if bwrap else str(HERE / "runner.py")
+        sandboxed = str(int(bwrap is not None))  # then the child checks it holds no privilege
+        runs = [sys.executable, "-I", program, str(memory << 20), str(seconds), sandboxed]
         self.killed = None
         self.pid1 = None  # the sandbox's init, which adopts every orphan in it
         self.runner = None  # the child's process, as the grader sees it
