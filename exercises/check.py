@@ -528,6 +528,10 @@ def cgroup_home():
                 if os.access(place, os.W_OK):
                     with contextlib.suppress(OSError):
                         Cgroup((version, place)).remove()
+                        for stale in place.glob("check-*-*"):  # a grader's that was killed
+                            if not Path(f"/proc/{stale.name.split('-')[1]}").exists():
+                                with contextlib.suppress(OSError):
+                                    stale.rmdir()  # empty: its processes are gone
                         return version, place
     return None
 
