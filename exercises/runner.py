@@ -19,7 +19,8 @@ last call's outputs, which stay here with their graph. check.py decodes what com
 
 The hand-in comes as text, a .py file's or a notebook's: reading the functions out of a notebook,
 parsing and compiling happen here, on the student's time and within their memory, never in the
-grader. Sandboxed, the child refuses to start as the host's root or with any capability.
+grader. Sandboxed, the child refuses to start as root or with any capability, as it sees itself;
+the grader checks the same from the host's side.
 """
 
 import ast
