@@ -4,33 +4,39 @@
 It knows no case, no expected value, no tolerance and no verdict. check.py sends it requests
 and it answers each with data:
 
-    ["load", path]                  -> ["loaded", None or why the file cannot be loaded]
+    ["load", hand_in]               -> ["loaded", None or why the file cannot be loaded]
     ["find", name]                  -> ["found", "ok", "missing" or "unwritten", parameters]
     ["call", name, args, kwargs, leaves, grad_enabled, rng]
                                     -> ["returned", result, leaves after the call, rng]
                                        or ["raised", type name, message, rng]
     ["grad", grads of the outputs]  -> ["grads", the gradient of each leaf, or None]
-    ["threads"]                     -> ["threads", threads and processes more than at its start]
 
 `leaves` are the tensors of the arguments (plain tensors, and the parameters and buffers of a
 module such as an Agent), sent once and named by their place; a module is rebuilt here from its
 class in the student's file (or torch.nn) and its leaves. "grad" is the backward pass of the
 last call's outputs, which stay here with their graph. check.py decodes what comes back
 (encode()/decode() below, shared by both sides) and judges it in its own process.
+
+The hand-in comes as text, a .py file's or a notebook's: reading the functions out of a notebook,
+parsing and compiling happen here, on the student's time and within their memory, never in the
+grader. Sandboxed, the child refuses to start as root or with any capability, as it sees itself;
+the grader checks the same from the host's side.
 """
 
 import ast
 import base64
 import contextlib
-import importlib.util
 import inspect
 import io
 import json
+import linecache
 import math
 import os
 import resource
+import signal
 import sys
 import textwrap
+import types
 import warnings
 
 import numpy
@@ -38,7 +44,9 @@ import torch
 
 DEPTH = 32  # how deep a value may nest (a tuple of lists of ...)
 CONTAINERS = 1 << 16  # lists and dicts in one message: 4 MiB of [[]] took the grader 14 s, 1 GB
-MESSAGE_LIMIT = 1 << 22  # bytes in one message, either way (the largest case needs 1 MiB)
+MESSAGE_LIMIT = 1 << 22  # bytes in one message from the child (the largest case needs 1 MiB)
+CODE_LIMIT = 1 << 18  # characters of code a hand-in may hold (a .py file, a notebook's cells)
+FILES = 64  # files the child may hold open: with RLIMIT_FSIZE, a bound on memory in files
 
 
 # ---- values as JSON: tensors, numbers, strings, tuples, lists, dicts; anything else by name ----
@@ -212,16 +220,24 @@ class Child:
         self.module = None
         self.leaves = []
         self.outputs = []
-        self.running = running()  # before the student's file: python's and torch's threads
 
-    def load(self, path):
+    def load(self, hand_in):
+        """The student's module, from the text of their file or notebook (hand_in: "name",
+        "text", and "notebook", what reading a notebook needs, or None)."""
         try:
             with quiet():
-                spec = importlib.util.spec_from_file_location("student", path)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
+                text = hand_in["text"]
+                if hand_in["notebook"]:
+                    text = from_notebook(text, **hand_in["notebook"])
+                path = f"/grading/{hand_in['name']}"
+                code = compile(text, path, "exec")
+                linecache.cache[path] = (len(text), None, text.splitlines(True), path)
+                module = types.ModuleType("student")
+                module.__file__ = path
+                sys.modules["student"] = module  # as an import would: dataclasses look it up
+                exec(code, module.__dict__)
         except BaseException as error:  # an import that fails, code that raises at its top
-            return ["loaded", why(error)]
+            return ["loaded", str(error) if isinstance(error, Refused) else why(error)]
         self.module = module
         return ["loaded", None]
 
@@ -317,19 +333,101 @@ class Child:
             [None if found.get(id(x)) is None else encode(found[id(x)]) for x in self.leaves],
         ]
 
-    def threads(self):  # 0: nothing left running; more, and the grader starts a new child
-        return ["threads", running() - self.running]
+
+class Refused(Exception):
+    """A hand-in that is not what it should be: its message is the student's line."""
 
 
-def running():
-    """This process's threads (threading's or not) and the processes it started, as the kernel
-    counts them: what a function can leave running beside the next."""
-    tasks = os.listdir("/proc/self/task")
-    children = []
-    for task in tasks:
-        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as file:
-            children += file.read().split()
-    return len(tasks) + len(children)
+# ---- a notebook: its functions read out of the file, nothing of it run but those ---------------
+def from_notebook(text, rung, tops, others, template):
+    """exercises/RUNG.py's text (template) with a notebook's functions of the rung in place of its
+    blanks: each read from the last code cell that defines it (tops: the rung's) before the rung's
+    check cell, with the notebook's imports (each may fail: plotting has no place to write), its
+    own helper functions and plain constants (others: every rung's functions, which are not)."""
+    try:
+        cells = json.loads(text)["cells"]
+        sources = [
+            "".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
+            for c in cells
+            if isinstance(c, dict) and c.get("cell_type") == "code"
+        ]
+    except (ValueError, TypeError, KeyError, RecursionError):
+        raise Refused("not a notebook (.ipynb) that can be read") from None
+    sources = ["\n".join(line for line in s.splitlines() if line[:1] not in "%!") for s in sources]
+    if sum(len(source) for source in sources) > CODE_LIMIT:
+        raise Refused(f"its code cells hold over {CODE_LIMIT:,} characters")
+    helpers, solutions = [], []
+    for top in tops:
+        checks = [i for i, s in enumerate(sources) if f'notebook_check("{rung}", "{top}' in s]
+        end = checks[0] if checks else len(sources)
+        found = [i for i, s in enumerate(sources[:end]) if defines(s, top)]
+        if found:
+            solutions.append(kept(sources[found[-1]], set(others) - {top}))
+    for source in sources:
+        lines = source.splitlines()
+        with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
+            for node in ast.parse(source).body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    helpers.append(f"try:\n    {ast.unparse(node)}\nexcept Exception:\n    pass")
+                elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name not in others:
+                    helpers.append(segment(lines, node))
+                elif constant(node):
+                    helpers.append(exact(lines, node))  # the statement alone, not its line
+    return "\n\n\n".join([template, *helpers, *solutions]) + "\n"
+
+
+def defines(source, top):
+    return any(
+        line.startswith((f"def {top}(", f"class {top}(", f"class {top}:"))
+        for line in source.splitlines()
+    )
+
+
+def kept(source, others):
+    """A solution cell's imports, functions, classes and plain constants (not the lines that
+    file it into the notebook's namespaces); the whole cell where it does not parse, so its
+    error shows."""
+    try:
+        nodes = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
+    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+    lines = source.splitlines()
+    return "\n\n".join(
+        exact(lines, node) if constant(node) else segment(lines, node)  # K = 1; more: K = 1
+        for node in nodes
+        if (isinstance(node, keep) or constant(node)) and getattr(node, "name", None) not in others
+    )
+
+
+def constant(node):
+    """Whether a statement is NAME = a plain constant (None, a bool, a number, a string), such
+    as a notebook's own check sends along with a function that uses it."""
+    if not (isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)):
+        return False
+    try:
+        value = ast.literal_eval(node.value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return value is None or type(value) in (bool, int, float, str)
+
+
+def segment(lines, node):
+    """The lines of a top-level statement, decorators included (ast.get_source_segment reads
+    the whole cell again for each: slow on a cell of many)."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return "\n".join(lines[first - 1 : node.end_lineno])
+
+
+def exact(lines, node):
+    """The source of one statement alone, as written (its offsets count UTF-8 bytes): a
+    constant is never converted to text again, which a long int cannot be."""
+    first = lines[node.lineno - 1].encode()
+    if node.lineno == node.end_lineno:
+        return first[node.col_offset : node.end_col_offset].decode()
+    last = lines[node.end_lineno - 1].encode()[: node.end_col_offset].decode()
+    middle = lines[node.lineno : node.end_lineno - 1]
+    return "\n".join([first[node.col_offset :].decode(), *middle, last])
 
 
 def flat(value, depth=0):
@@ -341,12 +439,25 @@ def flat(value, depth=0):
     return [value]
 
 
+def unprivileged(status="/proc/self/status"):
+    """Whether the process whose status file this is holds no privilege: no user or group of
+    its is root, and no capability set holds any. The grader reads it of the child too, from
+    the host's side, where the ids are the host's."""
+    with open(status) as lines:
+        fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    ids = fields["Uid"].split() + fields["Gid"].split()
+    sets = [fields[name] for name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")]
+    return "0" not in ids and not any(int(value, 16) for value in sets)
+
+
 def main():
     """Requests on fd 0, answers on fd 1 (each message: 4 bytes of length, then JSON); what the
     student's code prints goes nowhere. The limits are set before the student's file loads."""
     from multiprocessing.connection import Connection
 
-    memory, seconds = (int(x) for x in sys.argv[1:3])
+    memory, seconds, sandboxed = (int(x) for x in sys.argv[1:4])
+    if sandboxed and not unprivileged():
+        sys.exit(3)  # deny by default: a sandbox that would not hold runs nothing
     requests = Connection(os.dup(0), writable=False)
     answers = Connection(os.dup(1), readable=False)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -359,13 +470,18 @@ def main():
             (line,) = [line for line in status if line.startswith("VmSize:")]
         used = int(line.split()[1]) * 1024
         resource.setrlimit(resource.RLIMIT_AS, (used + memory, used + memory))
+        # memory no mapping shows (a memfd, a file in a tmpfs): each file at most its share
+        # of the limit, and few files, where no cgroup of the grader's counts it
+        resource.setrlimit(resource.RLIMIT_FSIZE, (memory // FILES, memory // FILES))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (FILES, FILES))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past it, an error, not the end
     resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))  # a loop in C ends too
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     child = Child()
     answers.send_bytes(dumps(["ready"]))
     while True:
-        try:
-            kind, *rest = loads(requests.recv_bytes(MESSAGE_LIMIT))
+        try:  # the grader's requests: a hand-in may be a notebook of many MiB
+            kind, *rest = json.loads(requests.recv_bytes())
         except EOFError:
             return
         reply = getattr(child, kind)(*rest)

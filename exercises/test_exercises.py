@@ -13,12 +13,16 @@ Run: python -m pytest -q exercises/test_exercises.py
 
 import csv
 import inspect
+import itertools
+import keyword
 import linecache
 import os
 import re
 import shutil
+import string
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -1859,7 +1863,7 @@ for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.
 if os.fork() == 0:
     os.setsid()
     ctypes.CDLL(None).prctl(1, 0)  # PR_SET_PDEATHSIG: none
-    os.execv("/usr/bin/sleep", ["sleep", "4242.5"])
+    os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(4242.5)"])
 """
     (folder / "aaron.py").write_text(attack + solved)
     (folder / "bea.py").write_text(solved)
@@ -1911,10 +1915,11 @@ def reinforce_loss(logprobs, returns):
     reason="needs /usr/src and /usr/local/src to put the course and a class there",
 )
 def test_the_repository_is_hidden_even_where_the_sandbox_shows_usr(tmp_path):
-    """In a container the course often lies under /usr (/usr/src/app), which the sandbox shows
-    its child read-only. Put there (by a bwrap of its own), neither the reference scripts nor a
-    classmate's hand-in (in a folder of the repository) can be read from a student's child; a
-    class kept elsewhere in /usr, beside whatever else is there, is refused."""
+    """In a container the course often lies under /usr (/usr/src/app). Put there (by a bwrap of
+    its own), neither the reference scripts nor a classmate's hand-in (in a folder of the
+    repository) can be read from a student's child; nor a class kept elsewhere in /usr, which
+    the sandbox does not show (it shows /usr/lib and Python's folders); a class in a folder it
+    shows (Python's libraries) is refused."""
     repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
     skip = shutil.ignore_patterns(".*", "runs", "benchmarks", "docs", "*.ipynb", "__pycache__")
     shutil.copytree(ROOT, repo, ignore=skip)
@@ -1923,6 +1928,7 @@ def test_the_repository_is_hidden_even_where_the_sandbox_shows_usr(tmp_path):
     (repo / "handed_in" / "mallory.py").write_text(SEEN.format(pattern="/usr/src/reinforce.py"))
     (repo / "handed_in" / "mia.py").write_text(SEEN.format(pattern="/usr/src/handed_in/*.py"))
     shutil.copytree(repo / "handed_in", elsewhere)
+    (elsewhere / "nia.py").write_text(SEEN.format(pattern="/usr/local/src/*.py"))
     outer = ["bwrap", "--dev-bind", "/", "/", "--bind", str(repo), "/usr/src"]
     outer += ["--bind", str(elsewhere), "/usr/local/src", "--chdir", "/"]
     check = [sys.executable, "/usr/src/exercises/check.py", "reinforce", "--folder"]
@@ -1931,20 +1937,26 @@ def test_the_repository_is_hidden_even_where_the_sandbox_shows_usr(tmp_path):
     )
     if done.stderr.startswith("bwrap:") or "no sandbox" in done.stderr:
         pytest.skip(f"a sandbox cannot start inside another here: {done.stderr.strip()}")
+    wrong = "0 of 2      ✗ discounted_returns, ✗ reinforce_loss"
     assert done.stderr == "" and done.stdout.splitlines()[1:4] == [
         "ada      2 of 2",
-        "mallory  0 of 2      ✗ discounted_returns, ✗ reinforce_loss",
-        "mia      0 of 2      ✗ discounted_returns, ✗ reinforce_loss",
+        f"mallory  {wrong}",
+        f"mia      {wrong}",
     ], done.stdout
     done = subprocess.run([*outer, *check, "/usr/local/src"], capture_output=True, text=True)
-    assert (
-        done.returncode == 2
-        and done.stdout == ""
-        and done.stderr
-        == (
-            "check.py: error: /usr/local/src lies in /usr, which every student's sandbox shows, "
-            "read-only: keep the class and its grades elsewhere\n"
-        )
+    assert done.stderr == "" and done.stdout.splitlines()[1:] == [
+        "ada      2 of 2",
+        f"mallory  {wrong}",
+        f"mia      {wrong}",
+        f"nia      {wrong}",
+    ], done.stdout
+    libraries = Path(sys.prefix) / "lib"
+    done = cli(
+        [str(ROOT / "exercises" / "check.py"), "reinforce", "--folder", str(libraries)], tmp_path
+    )
+    assert done.returncode == 2 and done.stderr == (
+        f"check.py: error: {libraries} lies in {libraries}, which every student's sandbox shows, "
+        "read-only: keep the class and its grades elsewhere\n"
     )
 
 
@@ -2151,17 +2163,32 @@ def test_a_notebooks_own_constants_go_with_its_functions_as_its_check_sends_them
 def test_a_copy_of_the_scripts_in_pythons_libraries_is_hidden_from_the_sandbox(
     tmp_path, monkeypatch
 ):
-    """After `pip install .`, site-packages holds the reference scripts: the sandbox binds
-    /dev/null over each (and its bytecode), and over nothing else."""
-    libraries = tmp_path / "site-packages"
-    (libraries / "__pycache__").mkdir(parents=True)
+    """After `pip install .`, a library folder holds the reference scripts: in each folder (or
+    zip, an egg) the child imports from, the sandbox binds /dev/null over each (and its
+    bytecode, and an egg that holds one) and over nothing else; every other Python library
+    folder it would show is emptied."""
+    import zipfile
+
+    lib = tmp_path / "lib"
+    used, other = lib / "python3.11" / "site-packages", lib / "python3" / "dist-packages"
+    for folder in (used / "__pycache__", other):
+        folder.mkdir(parents=True)
     files = ["ppo_gae.py", "cases.py", "__pycache__/ppo_gae.cpython-311.pyc", "numpy_like.py"]
-    for name in files:
-        (libraries / name).write_text("x = 1\n")
-    monkeypatch.setattr(grader.site, "getsitepackages", lambda: [str(libraries)])
-    hidden = grader.masked([tmp_path])
-    assert sorted(hidden[2::3]) == sorted(str(libraries / name) for name in files[:3])
-    assert hidden[0::3] == ["--ro-bind"] * 3 and hidden[1::3] == ["/dev/null"] * 3
+    for name in [*files, "../../python3/dist-packages/reinforce.py"]:
+        (used / name).write_text("x = 1\n")
+    eggs = [used / "project.egg", used / "numpy_like.egg"]
+    for egg, module in zip(eggs, ["reinforce.py", "numpy_like.py"], strict=True):
+        with zipfile.ZipFile(egg, "w") as archive:
+            archive.writestr(module, "x = 1\n")
+    monkeypatch.setattr(grader, "shown_folders", lambda: [lib])
+    monkeypatch.setattr(grader, "interpreter", lambda: ([used, *eggs], []))
+    arguments = grader.view()
+    pairs = list(zip(arguments, arguments[1:], arguments[2:], strict=False))
+    hidden = [
+        place for option, source, place in pairs if (option, source) == ("--ro-bind", "/dev/null")
+    ]
+    assert sorted(hidden) == sorted([*(str(used / name) for name in files[:3]), str(eggs[0])])
+    assert [place for option, place, _ in pairs if option == "--tmpfs"] == [str(other)]
 
 
 def test_without_a_sandbox_a_class_is_refused_and_a_student_is_told(tmp_path, capsys, monkeypatch):
@@ -2355,3 +2382,431 @@ def test_a_notebook_of_many_functions_or_a_shared_mapping_costs_the_grader_nothi
         "mallory  0 of 2      ✗ compute_gae, ✗ value_loss",
         "shared   1 of 2      ✗ compute_gae",
     ]
+
+
+# ----------------------------------------------------------------------------------------------
+#    the grader holds as root too (issue 72): each attack of a dishonest class, written fresh
+# ----------------------------------------------------------------------------------------------
+KERNEL = """    opened = []
+    for path in ["/proc/sys/kernel/core_pattern", "/proc/sys/vm/drop_caches",
+                 "/proc/sys/kernel/panic", "/proc/sysrq-trigger"]:
+        try:
+            os.close(os.open(path, os.O_WRONLY))  # opened for writing, never written
+            opened.append(path)
+        except OSError:
+            pass
+    status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    sets = {status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
+    made = ctypes.CDLL(None).unshare(0x10000000) == 0  # a user namespace, to mount in
+    if not hasattr(os, "seen"):  # once, while the test looks at this process from the host
+        os.seen = time.sleep(2)
+    raise RuntimeError(f"opened {opened}, capabilities {sorted(sets)}, namespace {made}")
+"""
+
+
+def grader_children(pid):
+    """The processes below pid: [(its id, its command line)]."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        status = read_or_empty(entry / "status").decode()
+        parent = re.search(r"PPid:\s+(\d+)", status)
+        while parent and int(parent[1]) > 1:
+            if int(parent[1]) == pid:
+                found.append((int(entry.name), read_or_empty(entry / "cmdline")))
+                break
+            parent = re.search(
+                r"PPid:\s+(\d+)", read_or_empty(Path(f"/proc/{parent[1]}/status")).decode()
+            )
+    return found
+
+
+@needs_sandbox
+def test_a_students_code_runs_as_no_root_of_the_hosts_and_opens_no_kernel_setting(tmp_path):
+    """A function that opens the kernel's settings for writing (never writing one) opens none,
+    holds no capability, makes no user namespace (in which to mount a tmpfs of its own), and
+    runs, as the host sees it, as no root: whoever runs the grader."""
+    path = tmp_path / "reinforce.py"
+    path.write_text("import ctypes\n" + wrong_file("reinforce", "discounted_returns", KERNEL))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    command = [sys.executable, str(ROOT / "exercises" / "check.py"), "reinforce", "--file"]
+    grading = subprocess.Popen(
+        [*command, str(path), "--time-limit", "20"], stdout=subprocess.PIPE, text=True, env=env
+    )
+    owners = set()
+    for _ in range(200):  # the student's process, as the host sees it, while it sleeps
+        for pid, cmdline in grader_children(grading.pid):
+            if cmdline.startswith(sys.executable.encode()) and b"runner.py" in cmdline:
+                status = read_or_empty(Path(f"/proc/{pid}/status")).decode()
+                owners |= {
+                    line.split()[1] for line in status.splitlines() if line[:4] in ("Uid:", "Gid:")
+                }
+        if owners or grading.poll() is not None:
+            break
+        time.sleep(0.05)
+    out, _ = grading.communicate(timeout=120)
+    assert owners and "0" not in owners, owners
+    assert out.splitlines()[0].endswith(
+        "raised RuntimeError: opened [], capabilities ['0000000000000000'], namespace False"
+    ), out
+
+
+SNOOP = """    found = []
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        for name in ("environ", "cmdline"):
+            try:
+                with open(f"/proc/{{pid}}/{{name}}", "rb") as file:
+                    words = file.read().decode(errors="replace").split("\\0")
+            except OSError:
+                continue
+            found += [w for w in words if "SECRET" in w or "--ro-bind" in w or {place!r} in w]
+    raise RuntimeError(f"found {{found}}")
+"""
+
+
+@needs_sandbox
+def test_nothing_of_the_teachers_reaches_the_sandbox(tmp_path):
+    """A student who reads every process's environment and command line in their sandbox,
+    bwrap's own (its PID 1) included, finds no secret of the teacher's, none of bwrap's mounts
+    and no host path of the grader's."""
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    snoop = SNOOP.format(place=str(tmp_path))  # the teacher's folders
+    (folder / "eve.py").write_text(wrong_file("reinforce", "discounted_returns", snoop))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"AWS_SECRET_ACCESS_KEY": "SECRET-72", "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "exercises" / "check.py"), "reinforce", "--folder", str(folder),
+         "--csv", str(tmp_path / "grades.csv")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.stdout.splitlines()[1] == "eve      1 of 2      ✗ discounted_returns", done
+    cells = list(csv.reader((tmp_path / "grades.csv").open()))
+    assert cells[1][3].endswith("raised RuntimeError: found []"), cells[1][3]
+
+
+@needs_sandbox
+def test_any_error_reading_a_notebook_is_its_students_row(tmp_path):
+    """A solution cell beside a constant of 5,000 hex digits (more than Python turns into
+    text), and a notebook whose cells are not text: each a row, the others graded."""
+    nbformat = pytest.importorskip("nbformat")
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    nbformat.write(solved_notebook(), folder / "ada.ipynb")
+    nb = solved_notebook()
+    (k,) = [k for k, c in enumerate(nb.cells) if c.source.startswith("def compute_gae(")]
+    nb.cells[k].source = "KEY = 0x" + "f" * 5000 + "\n\n\n" + nb.cells[k].source
+    nbformat.write(nb, folder / "mallory.ipynb")
+    (folder / "odd.ipynb").write_text('{"cells": [{"cell_type": "code", "source": [1, 2]}]}')
+    done = cli([str(ROOT / "exercises" / "check.py"), "ppo_gae", "--folder", str(folder)], tmp_path)
+    assert done.stderr == "" and done.stdout.splitlines()[1:] == [
+        "ada      2 of 2",
+        "mallory  2 of 2",
+        "odd      0 of 2      ✗ compute_gae, ✗ value_loss",
+    ], done.stdout + done.stderr
+
+
+MEMFD = """    fd = os.memfd_create("held")
+    os.posix_fallocate(fd, 0, 2 << 30)  # memory that no mapping shows
+"""
+CHILDREN = """    import signal
+    ready, told = os.pipe()
+    for _ in range(6):
+        if os.fork() == 0:
+            held = bytearray(100 << 20)
+            for i in range(0, len(held), 4096):
+                held[i] = 1
+            os.write(told, b"1")
+            time.sleep(60)
+            os._exit(0)
+    got = b""
+    while len(got) < 6:
+        got += os.read(ready, 6)
+"""
+
+
+def prefixed(rung, bodies):
+    """RUNG.py solved, each function NAME of bodies doing its body first, then the script's."""
+    import ast as syntax
+
+    text = exercise_maker.exercise(rung, solved=True)
+    for name, body in bodies.items():
+        lines = text.splitlines()
+        (node,) = [n for n in syntax.parse(text).body if getattr(n, "name", None) == name]
+        first = node.body[1].lineno  # after its docstring
+        lines[first - 1 : first - 1] = body.rstrip("\n").splitlines()
+        text = "\n".join(lines) + "\n"
+    return "import os\nimport sys\nimport time\n\n" + text
+
+
+@needs_sandbox
+def test_memory_a_student_holds_in_a_memfd_counts_against_their_limit(tmp_path, capsys):
+    """2 GiB held in a memfd, which no mapping shows, under a limit of 256 MiB: a ✗ line."""
+    path = tmp_path / "reinforce.py"
+    path.write_text(prefixed("reinforce", {"discounted_returns": MEMFD}))
+    code, lines = grade("reinforce", path, capsys, "--memory-limit", "256")
+    assert code == 1 and lines[0].startswith("✗ discounted_returns: "), lines
+    assert "File too large" in lines[0] or "held more memory than its limit" in lines[0]
+    assert lines[1].startswith("✓ reinforce_loss")
+
+
+@needs_sandbox
+@pytest.mark.skipif(
+    grader.cgroup_home() is None,
+    reason="no cgroup with a memory controller that this user may make one in (as root, or "
+    "delegated): the kernel's own accounting is not at hand, the limits per process hold",
+)
+def test_memory_all_of_a_students_processes_hold_counts_together(tmp_path, capsys):
+    """Six processes of 100 MiB each, every one under the limit of 256 MiB alone: the cgroup
+    counts them together, and the function fails with a line that says why."""
+    path = tmp_path / "reinforce.py"
+    path.write_text(prefixed("reinforce", {"discounted_returns": CHILDREN}))
+    code, lines = grade("reinforce", path, capsys, "--memory-limit", "256", "--time-limit", "3")
+    assert code == 1 and lines[0] == (
+        "✗ discounted_returns: one env, (T, N) = (3, 1): held more memory than its limit (256 MiB)"
+    ), lines
+    assert lines[1].startswith("✓ reinforce_loss")
+
+
+def compile_bomb(size):
+    """A call of at most `size` characters, of tens of thousands of keyword arguments: compile()
+    checks them for repeats in quadratic time (256 KiB: about 10 s on a fast core)."""
+    names = (
+        "".join(letters)
+        for n in (1, 2, 3)
+        for letters in itertools.product(string.ascii_letters, repeat=n)
+    )
+    arguments, length = [], 0
+    for name in (name for name in names if not keyword.iskeyword(name)):
+        length += len(name) + 3
+        if length > size:
+            break
+        arguments.append(f"{name}=0,")
+    return "def bomb(**kwargs):\n    pass\n\n\nbomb(" + "".join(arguments) + ")\n"
+
+
+def never_a_bomb(parse):
+    """parse (compile, ast.parse), for the grader's process: a hand-in's bomb is not for it."""
+
+    def parse_no_bomb(source, *args, **kwargs):
+        assert "bomb(" not in str(source), "the grader's own process parsed a hand-in"
+        return parse(source, *args, **kwargs)
+
+    return parse_no_bomb
+
+
+@needs_sandbox
+def test_a_compile_bomb_is_on_its_students_time_not_the_graders(tmp_path, capsys, monkeypatch):
+    """A .py file of 256 KiB, and a notebook whose helper cell holds the same, compile in
+    quadratic time: the grader's own process never parses or compiles either (a student's
+    child does, on the student's time); each is that student's time-out, the others graded."""
+    nbformat = pytest.importorskip("nbformat")
+    folder, table = tmp_path / "handed_in", tmp_path / "grades.csv"
+    folder.mkdir()
+    solved = exercise_maker.exercise("ppo_gae", solved=True)
+    (folder / "ada.py").write_text(solved)
+    (folder / "bomb.py").write_text(solved + compile_bomb(grader.FILE_LIMIT - len(solved) - 200))
+    nb = solved_notebook()
+    code = sum(len(c.source) for c in nb.cells if c.cell_type == "code")
+    helper = compile_bomb(grader.FILE_LIMIT - code - 200).replace(
+        "\nbomb(", "\ndef helper():\n    bomb("
+    )
+    nb.cells.append(nbformat.v4.new_code_cell(helper))
+    nbformat.write(nb, folder / "bombnb.ipynb")
+    monkeypatch.setattr(grader, "compile", never_a_bomb(compile), raising=False)
+    monkeypatch.setattr(grader.ast, "parse", never_a_bomb(grader.ast.parse))
+    argv = ["ppo_gae", "--folder", str(folder), "--time-limit", "1", "--csv", str(table)]
+    code, lines = grade_args(capsys, *argv)
+    assert code == 1 and lines[1:] == [
+        "ada      2 of 2",
+        "bomb     0 of 2      ✗ compute_gae, ✗ value_loss",
+        "bombnb   0 of 2      ✗ compute_gae, ✗ value_loss",
+    ], lines
+    rows = {row[0]: row for row in csv.reader(table.open())}
+    for student in ("bomb", "bombnb"):
+        assert rows[student][3].endswith("cannot load: still running after 1 s, the time limit")
+
+
+GRANDCHILD = """    if not hasattr(os, "left"):  # once: a process that is no child of the runner's
+        os.left = os.fork()
+        if os.left == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(4343.5)"])
+            os._exit(0)
+        os.waitpid(os.left, 0)
+        time.sleep(0.2)
+"""
+ALONE = """    others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    if others != ["1"]:  # the sandbox's init, and this process: no other
+        raise RuntimeError(f"beside {others}")
+"""
+
+
+@needs_sandbox
+def test_the_next_function_runs_with_no_process_of_the_last(tmp_path, capsys):
+    """A double-forked process of discounted_returns, a child of the sandbox's init, not of the
+    runner: reinforce_loss runs in a sandbox with no process but its own, and nothing of the
+    student's is left once they are graded."""
+    path = tmp_path / "reinforce.py"
+    path.write_text(
+        prefixed("reinforce", {"discounted_returns": GRANDCHILD, "reinforce_loss": ALONE})
+    )
+    code, lines = grade("reinforce", path, capsys)
+    assert code == 0 and lines[-1] == "2 of 2 functions passed", lines
+    time.sleep(0.5)
+    left = [p for p in Path("/proc").glob("[0-9]*") if b"4343.5" in read_or_empty(p / "cmdline")]
+    assert left == []
+
+
+@needs_sandbox
+def test_names_that_print_alike_each_get_a_mark_a_teacher_can_tell_apart(tmp_path):
+    """A combining grapheme joiner and a Hangul filler (which show nothing) are escaped; a
+    Cyrillic а beside a Latin a, two names of 90 characters that differ only past the 80
+    printed, and a name that prints as another's mark, are each shown by their whole file
+    name, escaped: on screen and in the CSV."""
+    folder, table = tmp_path / "handed_in", tmp_path / "grades.csv"
+    folder.mkdir()
+    solved, blank = (exercise_maker.exercise("vpg", solved=s) for s in (True, False))
+    for name, text in [
+        ("ada", solved),
+        ("\u0430da", blank),
+        ("ada\u034f", blank),
+        ("ad\u3164a", blank),
+        ("x" * 89 + "a", solved),
+        ("x" * 89 + "b", blank),
+        ("'ada.py'", blank),  # as the mark of ada.py would print
+    ]:
+        (folder / f"{name}.py").write_text(text)
+    done = cli(
+        [str(ROOT / "exercises" / "check.py"), "vpg", "--folder", str(folder), "--csv", str(table)],
+        tmp_path,
+    )
+    rows = {line.split("  ")[0]: line.split()[-1] for line in done.stdout.splitlines()[1:]}
+    assert rows == {
+        "'ada.py'": "1",  # 1 of 1
+        "'\\u0430da.py'": "vpg_loss",  # · vpg_loss
+        "ada\\u034f": "vpg_loss",
+        "ad\\u3164a": "vpg_loss",
+        f"'{'x' * 89}a.py'": "1",
+        f"'{'x' * 89}b.py'": "vpg_loss",
+        "\"'ada.py'.py\"": "vpg_loss",
+    }, done.stdout
+    assert [row[0] for row in csv.reader(table.open())][1:] == list(rows)
+
+
+NAN_OVER_HALF = """    with torch.no_grad():
+        values.masked_fill_(values == 0.5, float("nan"))  # 0.5 is what NaN was compared as
+"""
+
+
+def test_an_input_changed_in_place_is_seen_bit_for_bit_and_inf_is_no_named_mistake(
+    tmp_path, capsys
+):
+    """A value loss that writes NaN over its inputs' entries of 0.5 changed its input; a
+    return of inf is a ✗ line with the numbers alone, no mistake named."""
+    path = tmp_path / "ppo_gae.py"
+    path.write_text(prefixed("ppo_gae", {"value_loss": NAN_OVER_HALF}))
+    code, lines = grade("ppo_gae", path, capsys)
+    assert (
+        code == 1
+        and lines[1].startswith("✗ value_loss: ")
+        and lines[1].endswith("changed its input values in place (train() uses it again)")
+    ), lines
+    path = tmp_path / "reinforce.py"
+    infinite = "    return torch.full_like(rewards, float('inf'))\n"
+    path.write_text(prefixed("reinforce", {"discounted_returns": infinite}))
+    code, lines = grade("reinforce", path, capsys)
+    named = [words for words, _ in exercise_cases.MISTAKES["discounted_returns"]]
+    assert code == 1 and lines[0].startswith("✗ discounted_returns: "), lines
+    assert lines[0].endswith("got ([inf], [inf], [inf])") and not any(w in lines[0] for w in named)
+
+
+def test_the_csv_path_is_checked_before_anyone_is_graded(tmp_path):
+    """--csv naming a hand-in folder, a new file in the class's folder, or a place that cannot
+    be written: one line, exit 2, at once, and nothing written in the class's folder."""
+    folder = tmp_path / "handed_in"
+    (folder / "grades.csv").mkdir(parents=True)  # a student's folder, named so
+    (folder / "grades.csv" / "ppo_gae.py").write_text(exercise_maker.exercise("ppo_gae"))
+    (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
+    (folder / "link.csv").symlink_to(tmp_path / "grades.csv")  # the table would replace it
+
+    def entries():
+        return [(p, p.is_symlink(), p.is_dir()) for p in sorted(folder.rglob("*"))]
+
+    before = entries()
+    for table, says in [
+        (folder / "grades.csv", "is a folder"),
+        (folder / "table.csv", "lies in the class's folder"),
+        (folder / "link.csv", "lies in the class's folder"),
+        (tmp_path / "no_such_folder" / "grades.csv", "cannot write"),
+    ]:
+        started = time.monotonic()
+        argv = ["ppo_gae", "--folder", str(folder), "--csv", str(table)]
+        done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
+        assert done.returncode == 2 and done.stdout == "" and says in done.stderr, done
+        assert len(done.stderr.splitlines()) == 1 and time.monotonic() - started < 30
+    assert entries() == before
+
+
+def hard_linked_python(place):
+    """A copy of this Python made of hard links in place: a base interpreter (its program and
+    its lib folder, where its site-packages lies) and a venv over it with this venv's libraries.
+    The venv's program, or None where hard links cannot be made there."""
+    base, venv, real = place / "base", place / "venv", Path(os.path.realpath(sys.executable))
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    try:
+        for folder in (base / "bin", base / "lib", venv / "bin"):
+            folder.mkdir(parents=True)
+        os.link(real, base / "bin" / real.name)
+        for source, copy in [
+            (Path(sys.base_prefix) / "lib" / version, base / "lib" / version),
+            (Path(sys.prefix) / "lib", venv / "lib"),
+        ]:
+            subprocess.run(["cp", "-al", str(source), str(copy)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    (base / "lib" / version / "site-packages").mkdir(exist_ok=True)
+    (venv / "bin" / "python").symlink_to(base / "bin" / real.name)
+    (venv / "pyvenv.cfg").write_text(
+        f"home = {base / 'bin'}\ninclude-system-site-packages = false\n"
+    )
+    return venv / "bin" / "python"
+
+
+@needs_sandbox
+def test_the_reference_in_the_base_interpreters_site_packages_is_hidden(tmp_path):
+    """A venv over a Python into which the project was pip-installed (`sudo pip install .`):
+    its reference scripts lie in the base's site-packages, which the venv does not import
+    from. A student who loads reinforce.py from there finds none; the right file passes."""
+    if hard_linked_python(tmp_path / "python") is not None:
+        return graded_beside(tmp_path / "python", tmp_path)
+    try:  # on the venv's file system: /tmp may be another
+        beside = tempfile.TemporaryDirectory(dir=Path(sys.prefix).parent)
+    except OSError:
+        pytest.skip("no hard link of this Python can be made (another file system, owner)")
+    with beside as place:
+        if hard_linked_python(Path(place)) is None:
+            pytest.skip("no hard link of this Python can be made (another file system, owner)")
+        graded_beside(Path(place), tmp_path)
+
+
+def graded_beside(place, tmp_path):
+    """The class of the test above, graded by the hard-linked Python in place."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    libraries = place / "base" / "lib" / version / "site-packages"
+    shutil.copy(ROOT / "reinforce.py", libraries / "reinforce.py")  # what pip install . puts
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    (folder / "ada.py").write_text(exercise_maker.exercise("reinforce", solved=True))
+    pattern = f"{place / 'base'}/lib/python*/*-packages/reinforce.py"
+    (folder / "mallory.py").write_text(SEEN.format(pattern=pattern))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    check = [str(place / "venv" / "bin" / "python"), str(ROOT / "exercises" / "check.py")]
+    done = subprocess.run(
+        [*check, "reinforce", "--folder", str(folder)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.stderr == "" and done.stdout.splitlines()[1:] == [
+        "ada      2 of 2",
+        "mallory  0 of 2      ✗ discounted_returns, ✗ reinforce_loss",
+    ], done.stdout + done.stderr
