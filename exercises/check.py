@@ -1528,8 +1528,8 @@ def main(argv=None):
     parser.add_argument(
         "--folder",
         metavar="DIR",
-        help="grade every student in DIR, a file DIR/NAME.py or a folder DIR/NAME/ each "
-        "(holding RUNG.py), each in a process of its own: one row per student",
+        help="grade every student in DIR, a file DIR/NAME.py or DIR/NAME.ipynb or a folder "
+        "DIR/NAME/ each (holding RUNG.py), each in a process of its own: one row per student",
     )
     parser.add_argument("--csv", metavar="PATH", help="with --folder: the table as CSV too")
     parser.add_argument(

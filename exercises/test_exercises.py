@@ -1193,6 +1193,7 @@ def test_the_graders_help_says_the_time_limit(capsys):
     assert exc.value.code == 0 and "--time-limit SECONDS" in text
     assert f"Each function gets {grader.TIME_LIMIT:g} s for all its cases" in text
     assert 1 <= grader.TIME_LIMIT <= 10 and "--folder DIR" in text and "--csv PATH" in text
+    assert "DIR/NAME.py or DIR/NAME.ipynb or a folder DIR/NAME/" in text  # what it grades
 
 
 def test_a_teacher_grades_a_folder_in_one_command_a_row_per_student(tmp_path):
