@@ -15,12 +15,13 @@ for an unknown rung or a file that cannot be read, in one line.
 The grader builds every case, its inputs and what it expects, in its own process. The student's
 file runs in a child (exercises/runner.py) inside a bubblewrap sandbox that holds the runner,
 the system's libraries and Python's, read-only: no repository, no reference script, no case, no
-other student, no network, a PID namespace of its own; never the host's root, no capability,
-nothing of the teacher's environment. The file reaches the child as text, which the child
-parses and compiles on the student's time. The child gets a case's inputs as data and sends
-back what the function returned and its inputs after the call; the comparison, the in-place
-check, the mistake named and the exit status are decided here, on the grader's clock, within a
-memory limit per student that the kernel counts where the grader may make a cgroup.
+other student, no network, no socket, no keyring, a PID namespace of its own; never the host's
+root, no capability, nothing of the teacher's environment. The file reaches the child as text,
+which the child parses and compiles on the student's time. The child gets a case's inputs as
+data and sends back what the function returned and its inputs after the call; the comparison,
+the in-place check, the mistake named and the exit status are decided here, on the grader's
+clock, within a memory limit per student that the kernel counts where the grader may make a
+cgroup, and never from an answer larger than its case could need.
 """
 
 import argparse
@@ -34,6 +35,7 @@ import json
 import math
 import os
 import platform
+import re
 import select
 import shutil
 import signal
@@ -76,11 +78,20 @@ def fail(message):
     sys.exit(2)
 
 
+MARKS = 2  # combining marks one letter may carry as printed (Vietnamese's, decomposed, need 2)
+
+
 def clean(text):
     """A string from a student, printable on one line: control characters (newlines, escape
-    codes, carriage returns, bidirectional overrides) and those that show nothing (a zero-width
-    joiner, a Hangul filler) escaped as Python writes them."""
-    return "".join(c if c.isprintable() and not unseen(c) else ascii(c)[1:-1] for c in str(text))
+    codes, carriage returns, bidirectional overrides), those that show nothing (a zero-width
+    joiner, a Hangul filler) and a combining mark past the second on one letter (a stack of
+    them draws over the rows around it) escaped as Python writes them."""
+    shown, marks = [], 0
+    for character in str(text):
+        marks = marks + 1 if unicodedata.category(character) in ("Mn", "Me") else 0
+        kept = character.isprintable() and not unseen(character) and marks <= MARKS
+        shown.append(character if kept else ascii(character)[1:-1])
+    return "".join(shown)
 
 
 def unseen(character):
@@ -89,8 +100,11 @@ def unseen(character):
 
 
 def one_line(message, limit=300):
-    text = " ".join(clean(message).split(" "))
-    text = " ".join(text.split())
+    """message on one line, its runs of spaces one, cut to `limit` characters: escaping only
+    lengthens it, so the first `limit` + 1 characters decide what shows, and a student's
+    4 MiB string costs the grader no more than a short one."""
+    text = re.sub(" {2,}", " ", str(message)).strip(" ")  # after clean(), the only whitespace
+    text = clean(text[: limit + 1])
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -115,12 +129,72 @@ def form(value):
         return f"a tensor{kind} of shape {tuple(value.shape)}"
     if isinstance(value, (np.ndarray, runner.Array)):
         return f"a numpy array of shape {value.shape}"
+    if isinstance(value, (tuple, list)) and len(value) > PARTS:
+        return f"a {type(value).__name__} of {len(value):,} values"
     if isinstance(value, (tuple, list)):
         return [form(v) for v in value]
     if value is None or isinstance(value, (bool, int, float)):
         return {type(None): "None", bool: "a bool", int: "an int"}.get(type(value), "a float")
     name = value.name if isinstance(value, runner.Opaque) else type(value).__name__
     return f"a {one_line(name, 60)}"
+
+
+PARTS = 8  # parts of a tuple or list form() names one by one (train()'s have at most 4)
+ROOM = 16  # times as many lists and numbers as a case's expected value an answer may make
+
+
+def beyond(value, expected):
+    """Whether cases.as_lists(value) would make more than ROOM times the lists and numbers
+    of expected's and 64 more, or nest 2 deeper: what no case needs (a named mistake's
+    answers are at most twice the size, one deeper). Counted from tensors' shapes and the
+    lengths of lists, stopping once past, so that nothing is built: a tensor of shape
+    (2,) * 20 + (0,) holds no number but would make 2 ** 21 lists."""
+    nodes, depth = size(expected)
+    nodes, depth = ROOM * nodes + 64, depth + 2
+    todo, count = [(value, 0)], 0
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, (torch.Tensor, np.ndarray)):
+            shape = tuple(item.shape)
+            level += len(shape)
+            count += sum(math.prod(shape[:k]) for k in range(len(shape) + 1))
+        elif isinstance(item, (list, tuple)):
+            count += 1
+            if count + len(item) > nodes:  # each part at least a number: a long list not walked
+                return True
+            todo += [(part, level + 1) for part in item]
+        else:
+            count += 1
+        if count > nodes or level > depth:
+            return True
+    return False
+
+
+def size(value):
+    """(the lists and numbers cases.as_lists(value) holds, how deep they nest): a value the
+    grader built, small."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        shape = tuple(value.shape)
+        return sum(math.prod(shape[:k]) for k in range(len(shape) + 1)), len(shape)
+    if isinstance(value, (list, tuple)):
+        parts = [size(part) for part in value]
+        return 1 + sum(n for n, _ in parts), 1 + max([d for _, d in parts], default=0)
+    return 1, 0
+
+
+class Beyond:
+    """An answer larger or deeper than any its case needs: its form in words, never its
+    numbers (no list of it is made, no mistake explains it)."""
+
+    def __init__(self, value):
+        self.words = words(form(value))
+
+    def __repr__(self):
+        return self.words
 
 
 class Stop(Exception):
@@ -165,8 +239,10 @@ def answer(case, fn):
 
     try:
         with cases.seeded(0):
-            value = cases.as_lists(case.call(guarded))
-        return "ok", value, forms, changed
+            value = case.call(guarded)
+        if beyond(value, case.expected):
+            return "ok", Beyond(value), forms, changed
+        return "ok", cases.as_lists(value), forms, changed
     except (Stop, KeyboardInterrupt):  # the grader's, or the teacher's Ctrl-C: not the case's
         raise
     except NotImplementedError:
@@ -305,35 +381,61 @@ def view(*programs):
     return arguments
 
 
-SYSCALLS = {  # machine: its audit arch, and its numbers of unshare, clone and clone3
-    "x86_64": (0xC000003E, 272, 56, 435),
-    "aarch64": (0xC00000B7, 97, 220, 435),
-}
+MACHINES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}  # its column, its audit arch
+SYSCALLS = {  # name: its number on x86_64, on aarch64
+    "unshare": (272, 97), "clone": (56, 220), "clone3": (435, 435),
+    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
+    "socket": (41, 198), "socketpair": (53, 199),
+    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
+    "pidfd_getfd": (438, 438),
+}  # fmt: skip
+REFUSED = (  # what no runner needs, refused whatever it is asked for (EPERM):
+    "add_key", "request_key", "keyctl",  # every kernel keyring: the teacher's session keyring,
+    # which every process inherits, and nobody's user keyring, which outlives the sandbox
+    "socket", "socketpair",  # the runner talks over pipes; a socket's buffers are memory
+    # that no limit of a process counts, where no cgroup does
+    "io_uring_setup", "io_uring_enter", "io_uring_register",  # the kernel's work, not a call's
+    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",  # another process's
+    # memory or files: bwrap's init, which no filter holds and which keeps the keyrings
+)  # fmt: skip
 
 
-def no_new_user_namespace():
-    """A seccomp filter, classic BPF as bwrap --seccomp reads it, that refuses unshare() and
-    clone() with CLONE_NEWUSER (EPERM), clone3() (ENOSYS: glibc falls back to clone()) and any
-    system call of another ABI (i386's or x32's on x86_64): no student makes a user namespace,
-    and in it a tmpfs of their own. None on a machine it does not know."""
-    if platform.machine() not in SYSCALLS:
+def sandbox_filter():
+    """A seccomp filter, classic BPF as bwrap --seccomp reads it, for the child's program and
+    all it starts: REFUSED's calls (EPERM), unshare() and clone() with CLONE_NEWUSER (EPERM: no
+    user namespace, in which a student would mount a tmpfs of their own), clone3() (ENOSYS:
+    glibc falls back to clone()) and any call of another ABI (i386's or x32's on x86_64).
+    None on a machine whose numbers it does not know."""
+    if platform.machine() not in MACHINES:
         return None
-    arch, unshare, clone, clone3 = SYSCALLS[platform.machine()]
+    column, arch = MACHINES[platform.machine()]
+    number = {name: numbers[column] for name, numbers in SYSCALLS.items()}
     allow, refuse, absent = 0x7FFF0000, 0x50000 | errno.EPERM, 0x50000 | errno.ENOSYS
     load, equal, at_least, any_bit, give = 0x20, 0x15, 0x35, 0x45, 0x06
-    program = [  # (code, jump if true, jump if false, k): jumps count the lines skipped
-        (load, 0, 0, 4),  # 0: its ABI
-        (equal, 0, 9, arch),  # 1: another: absent
-        (load, 0, 0, 0),  # 2: the system call's number
-        (at_least, 7, 0, 0x40000000),  # 3: x32's: absent
-        (equal, 6, 0, clone3),  # 4: absent
-        (equal, 1, 0, unshare),  # 5: look at its flags
-        (equal, 0, 2, clone),  # 6: look at its flags, or allow
-        (load, 0, 0, 16),  # 7: its first argument, the flags
-        (any_bit, 1, 0, 0x10000000),  # 8: CLONE_NEWUSER: refused
-        (give, 0, 0, allow),  # 9
-        (give, 0, 0, refuse),  # 10
-        (give, 0, 0, absent),  # 11
+    flags = 5 + len(REFUSED) + 2  # where unshare's and clone's flags are looked at
+    allowed, refused, absented = flags + 2, flags + 3, flags + 4  # the three verdicts
+
+    def to(target, here):  # a jump counts the lines it skips
+        return target - here - 1
+
+    program = [  # (code, jump if true, jump if false, k)
+        (load, 0, 0, 4),  # its ABI
+        (equal, 0, to(absented, 1), arch),  # another's: absent
+        (load, 0, 0, 0),  # the system call's number
+        (at_least, to(absented, 3), 0, 0x40000000),  # x32's: absent
+        (equal, to(absented, 4), 0, number["clone3"]),
+    ]
+    for here, name in enumerate(REFUSED, start=5):
+        program.append((equal, to(refused, here), 0, number[name]))
+    program += [
+        (equal, to(flags, flags - 2), 0, number["unshare"]),
+        (equal, 0, to(allowed, flags - 1), number["clone"]),
+        (load, 0, 0, 16),  # its first argument, the flags
+        (any_bit, to(refused, flags + 1), 0, 0x10000000),  # CLONE_NEWUSER
+        (give, 0, 0, allow),
+        (give, 0, 0, refuse),
+        (give, 0, 0, absent),
     ]
     return b"".join(struct.pack("=HBBI", *line) for line in program)
 
@@ -362,8 +464,8 @@ class Sandbox:
         options += ["/grading/runner.py", "--info-fd", str(info_end), "--block-fd", str(block)]
         options += ["--remount-ro", "/"]  # nothing left to write
         fds = [runner_file, info_end, block]
-        if no_new_user_namespace() is not None:
-            fds.append(data_fd(no_new_user_namespace()))
+        if sandbox_filter() is not None:
+            fds.append(data_fd(sandbox_filter()))
             options += ["--seccomp", str(fds[-1])]
         options_file = data_fd(b"".join(f"{option}\0".encode() for option in options))
         fds.append(options_file)
@@ -436,14 +538,20 @@ def sandbox():
     root: as root, bwrap mounts as root (Python may lie where only root reads, a pyenv in
     /root), then setpriv makes its program nobody, with no capability; where root may not
     mount (a container), bwrap runs as nobody in a user namespace. As a plain user, bwrap
-    makes a user namespace and the child is that user, with no capability."""
+    makes a user namespace and the child is that user, with no capability. Either way
+    sandbox_filter() holds the child and all it starts."""
     bwrap = shutil.which("bwrap")
     if sys.platform != "linux" or bwrap is None:
         return None
     common = ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts"]
     common += ["--unshare-cgroup-try", "--die-with-parent", "--new-session"]
-    common += ["--proc", "/proc", "--remount-ro", "/proc"]  # no kernel setting to write
-    common += ["--dev", "/dev", "--remount-ro", "/dev"]  # no /dev/shm to fill
+    common += ["--proc", "/proc"]
+    for listing in ("/proc/keys", "/proc/key-users"):  # the keyrings the child inherits: the
+        common += ["--ro-bind", "/dev/null", listing]  # names of the teacher's keys
+    common += ["--remount-ro", "/proc"]  # no kernel setting to write
+    common += ["--dev", "/dev", *emptied("/dev/pts"), "--remount-ro", "/dev"]  # no /dev/shm to
+    # fill, no pseudo-terminal to open (the kernel's count of them is the machine's)
+    common += ["--hostname", "grading"]  # not the machine's
     common += ["--clearenv", "--setenv", "OMP_NUM_THREADS", "1", "--chdir", "/"]
     userns = ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY), "--disable-userns"]
     userns += ["--cap-drop", "ALL", *view(sys.executable)]
@@ -1308,13 +1416,14 @@ IGNORABLE = (  # Unicode's default-ignorable code points, and the blank braille 
     (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
     (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )  # fmt: skip
-LATIN_LIKE = ("LATIN", "GREEK", "CYRILLIC", "ARMENIAN", "CHEROKEE", "COPTIC")  # pass for a-z
 
 
 def alike(names):
-    """The places of the names that may look the same as another as printed: equal after NFKC,
-    but where one has an ASCII character and the other a letter of a script that has its
-    look-alikes (a Cyrillic а for an a)."""
+    """The places of the names that may look the same as another as printed: after NFKC, of
+    one length, and at each place the same character, or two of different scripts of which
+    one at least is past ASCII (a Cyrillic а for an a, a Greek Α for a Cyrillic А, a Lisu or
+    Carian letter for a Latin one): any script may hold a look-alike of another's letter, and
+    two names of one script (two Chinese names) differ where they differ."""
     shown = [unicodedata.normalize("NFKC", name) for name in names]
     return {
         i
@@ -1323,14 +1432,16 @@ def alike(names):
         if i != j
         and len(one) == len(other)
         and all(
-            a == b or (a.isascii() != b.isascii() and latin_like(b if a.isascii() else a))
+            a == b or (not (a.isascii() and b.isascii()) and script(a) != script(b))
             for a, b in zip(one, other, strict=True)
         )
     }
 
 
-def latin_like(character):
-    return unicodedata.name(character, "").split(" ")[0] in LATIN_LIKE
+def script(character):
+    """The first word of a character's Unicode name: its script for a letter (LATIN, GREEK,
+    CJK), its kind for the rest (DIGIT, HYPHEN-MINUS)."""
+    return unicodedata.name(character, "").split(" ")[0]
 
 
 def submissions(rung, folder):
@@ -1408,21 +1519,45 @@ def cell(text):
 
 
 def table_file(csv_path, folder):
-    """An empty file beside csv_path, made before anyone is graded, which replaces csv_path at
-    the end; one line and exit 2 for a folder, a place in the class's folder (whose entries are
-    the students'; a link there to elsewhere too: the table would replace it), or one that
-    cannot be written."""
+    """(an empty file beside csv_path, which replaces it at the end; the entry it replaces;
+    whether that entry was made now, empty, to be removed if the table is not written), made
+    before anyone is graded. Deny by default: the entry must be absent or a regular file of
+    the grader's user (not a link, a device, a FIFO: /dev/stdout, /dev/null; not another user's
+    in a shared folder, which the grader could not replace), in a folder it may write, outside
+    the class's folder (whose entries are the students'); else one line and exit 2. An absent
+    one is made at once, so that no other user takes the name while the class is graded."""
     entry = Path(csv_path).parent.resolve() / Path(csv_path).name  # the entry replaced
     if entry.is_dir():
         fail(f"--csv {csv_path} is a folder: give the path of a file to write")
     if any(place.is_relative_to(Path(folder).resolve()) for place in (entry, entry.resolve())):
         fail(f"--csv {csv_path} lies in the class's folder {folder}: write the grades elsewhere")
+    if not entry.parent.is_dir():
+        fail(f"cannot write {csv_path}: no folder {entry.parent}")
+    if not os.access(entry.parent, os.W_OK | os.X_OK):
+        fail(f"cannot write {csv_path}: this user may not write in {entry.parent}")
     try:
-        return tempfile.NamedTemporaryFile(
+        status = os.lstat(entry)
+    except FileNotFoundError:
+        status = None
+    except OSError as error:
+        fail(f"cannot write {csv_path}: {error.strerror}")
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        fail(f"--csv {csv_path} is not a regular file (a link, a device, a FIFO): name a file")
+    if status is not None and status.st_uid != os.geteuid():
+        fail(f"--csv {csv_path} is another user's file: name one of this user's, or a new one")
+    made = False
+    try:
+        if status is None:  # O_EXCL: this user's, or none
+            os.close(os.open(entry, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
+            made = True
+        file = tempfile.NamedTemporaryFile(
             "w", newline="", dir=entry.parent, prefix=f".{entry.name}-", delete=False
         )
     except OSError as error:
+        if made:
+            os.unlink(entry)
         fail(f"cannot write {csv_path}: {error.strerror}")
+    return file, entry, made
 
 
 def grade_folder(rung, folder, csv_path, limit, memory, trusted):
@@ -1444,21 +1579,24 @@ def grade_folder(rung, folder, csv_path, limit, memory, trusted):
     if not students:
         where = "NAME/ folders" if rung == "all" else f"NAME.py files or NAME/{rung}.py"
         fail(f"no submissions in {folder}: it should hold {where}, one a student")
-    file = table_file(csv_path, folder) if csv_path else None
+    file, entry, made = table_file(csv_path, folder) if csv_path else (None, None, False)
     try:
         rows = graded(rung, students, limit, memory, bwrap)
         if file is not None:
             try:
                 write_table(file, rows)
-                os.replace(file.name, csv_path)  # whole, at once, from this process's results
+                os.replace(file.name, entry)  # whole, at once, from this process's results
             except OSError as error:
                 fail(f"cannot write {csv_path}: {error.strerror}")
-            file = None
+            file = made = None
     finally:
         if file is not None:  # interrupted, or not written: nothing of it left behind
             file.close()
             with contextlib.suppress(OSError):
                 os.unlink(file.name)
+        if made:  # the empty entry made at the start
+            with contextlib.suppress(OSError):
+                os.unlink(entry)
     return 0 if all(passed == len(results) for _, passed, results in rows) else 1
 
 

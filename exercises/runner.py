@@ -133,7 +133,12 @@ def decode(value, depth=0):
         if kind == "object" and isinstance(body, str):
             return Opaque(body)
         if kind == "ndarray" and isinstance(body, list) and len(body) == 2:
-            return Array(str(body[0]), [int(n) for n in body[1]])
+            dtype, shape = body
+            if not (isinstance(shape, list) and len(shape) <= DEPTH):  # numpy's own: 64 at most
+                raise ValueError("an array of too many dimensions")
+            if not all(type(n) is int and 0 <= n < 1 << 63 for n in shape):
+                raise ValueError("an array of no shape")
+            return Array(str(dtype), shape)
         raise ValueError(f"an unknown kind of value: {kind}")
     if value is None or type(value) in (bool, int, float, str):
         return value

@@ -17,6 +17,7 @@ import itertools
 import keyword
 import linecache
 import os
+import platform
 import re
 import shutil
 import string
@@ -2811,3 +2812,236 @@ def graded_beside(place, tmp_path):
         "ada      2 of 2",
         "mallory  0 of 2      ✗ discounted_returns, ✗ reinforce_loss",
     ], done.stdout + done.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# The sandbox and the grader against a dishonest class, a second time: keyrings, sockets,
+# answers that the grader would build into gigabytes, names that look alike, the CSV's path
+# ----------------------------------------------------------------------------------------------
+NUMBERS = {  # machine: add_key, request_key, keyctl, io_uring_setup, ptrace
+    "x86_64": (248, 249, 250, 425, 101),
+    "aarch64": (217, 218, 219, 425, 117),
+}
+needs_numbers = pytest.mark.skipif(
+    platform.machine() not in NUMBERS, reason="this machine's system call numbers are not known"
+)
+KEYRINGS = """    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    add_key, request_key, keyctl = {numbers}
+
+    def call(*args):
+        result = libc.syscall(*args)
+        return result if result >= 0 else -ctypes.get_errno()
+
+    secret = ctypes.create_string_buffer(64)
+    key = call(keyctl, 10, ctypes.c_int(-3), b"user", b"teacher_token", 0)  # search @s
+    read = call(keyctl, 11, key, secret, 64)
+    made = call(add_key, b"user", b"note", b"left here", 9, ctypes.c_int(-2))  # @p: not kept
+    asked = call(request_key, b"user", b"note", None, ctypes.c_int(0))
+    try:
+        listed = open("/proc/keys").read()
+    except OSError as error:
+        listed = type(error).__name__
+    raise RuntimeError(f"{{key}} {{read}} {{made}} {{asked}} {{secret.value}} {{listed}}")
+"""
+TEACHER = """import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+add_key, keyctl = {add_key}, {keyctl}
+assert libc.syscall(keyctl, 1, None) >= 0  # a session keyring of its own, as a login's
+assert libc.syscall(add_key, b"user", b"teacher_token", b"SECRET-72", 9, ctypes.c_int(-3)) >= 0
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+"""
+
+
+@needs_sandbox
+@needs_numbers
+def test_a_student_reaches_no_kernel_keyring(tmp_path):
+    """The grader run from a login's session keyring that holds a secret: a student's function
+    finds no key in it, reads none, makes none (a key left in nobody's user keyring would be
+    every later sandbox's), asks for none, and /proc/keys does not name them."""
+    add_key, request_key, keyctl, _, _ = NUMBERS[platform.machine()]
+    path = tmp_path / "reinforce.py"
+    body = KEYRINGS.format(numbers=(add_key, request_key, keyctl))
+    path.write_text(wrong_file("reinforce", "discounted_returns", body))
+    (tmp_path / "teacher.py").write_text(TEACHER.format(add_key=add_key, keyctl=keyctl))
+    check = [str(ROOT / "exercises" / "check.py"), "reinforce", "--file", str(path)]
+    done = cli([str(tmp_path / "teacher.py"), *check], tmp_path)
+    assert done.stdout.splitlines()[0].endswith(
+        "raised RuntimeError: -1 -1 -1 -1 b'' PermissionError"
+    ), done.stdout + done.stderr
+
+
+NO_WAY_OUT = """    import ctypes
+    import socket
+    libc = ctypes.CDLL(None, use_errno=True)
+    io_uring_setup, ptrace = {numbers}
+    got = []
+    for make in (socket.socketpair, socket.socket, lambda: socket.socket(socket.AF_UNIX)):
+        try:
+            make()
+            got.append("made")
+        except OSError as error:
+            got.append(error.errno)
+    got.append(libc.syscall(io_uring_setup, 4, ctypes.create_string_buffer(120)))
+    got.append(libc.syscall(ptrace, 16, 1, 0, 0))  # PTRACE_ATTACH to bwrap's init
+    got += [os.path.exists("/dev/ptmx"), os.listdir("/dev/pts"), os.uname().nodename]
+    raise RuntimeError(f"{{got}}")
+"""
+
+
+@needs_sandbox
+@needs_numbers
+def test_a_student_makes_no_socket_no_io_uring_no_terminal_and_traces_no_process(tmp_path, capsys):
+    """No socket (the child talks over pipes; a socket's buffers are memory no limit of a
+    process counts), no io_uring, no trace of bwrap's init (which no filter holds), no
+    pseudo-terminal, and the machine's name is not the sandbox's."""
+    _, _, _, io_uring_setup, ptrace = NUMBERS[platform.machine()]
+    path = tmp_path / "reinforce.py"
+    body = NO_WAY_OUT.format(numbers=(io_uring_setup, ptrace))
+    path.write_text(wrong_file("reinforce", "discounted_returns", body))
+    code, lines = grade("reinforce", path, capsys)
+    assert code == 1 and lines[0].endswith(
+        "raised RuntimeError: [1, 1, 1, -1, -1, False, [], 'grading']"
+    ), lines
+    assert lines[1].startswith("✓ reinforce_loss")
+
+
+HUGE = """    os.calls = getattr(os, "calls", 0) + 1
+    odd = type("x" * 1_000_000, (), {})
+    shape = {1: (2,) * 20 + (0,), 2: (4000,) + (1,) * 30, 3: (2_000_000,)}.get(os.calls)
+    if shape is not None:  # no number, 2 ** 21 lists; 124,000 lists; two million numbers
+        return torch.zeros(shape, dtype=torch.bool)
+    if os.calls == 4:
+        return [0.0] * 300_000  # a list of 300,000 numbers: 1.5 MB of JSON
+    if os.calls == 5:
+        return odd()  # a type whose name is a million characters
+    return torch.zeros_like(rewards)
+"""
+
+
+def test_an_answer_too_large_for_its_case_is_never_built_into_python_lists(
+    tmp_path, capsys, monkeypatch
+):
+    """Answers whose lists and numbers would be far more, or nest far deeper, than their
+    case's expected value (an empty tensor of 21 dimensions, a column 31 deep, two million
+    numbers, a list of 300,000), a type name and a load error of millions of characters: each
+    is its student's ✗ line, in words from its shape and dtype, and the grader builds no list,
+    reads no list and escapes no string of them."""
+    built = []
+    tolist, numbers, clean = torch.Tensor.tolist, exercise_cases.numbers, grader.clean
+
+    def guarded_tolist(tensor):
+        if tensor.dim() > 8 or tensor.numel() > 100_000:
+            built.append(f"tolist {tuple(tensor.shape)}")
+            return []
+        return tolist(tensor)
+
+    def guarded_numbers(value):
+        if isinstance(value, (list, tuple)) and len(value) > 100_000:
+            built.append(f"numbers of {len(value)}")
+            return None
+        return numbers(value)
+
+    def guarded_clean(text):
+        if len(str(text)) > 100_000:
+            built.append(f"clean of {len(str(text))}")
+            return clean(str(text)[:100])
+        return clean(text)
+
+    monkeypatch.setattr(torch.Tensor, "tolist", guarded_tolist)
+    monkeypatch.setattr(exercise_cases, "numbers", guarded_numbers)
+    monkeypatch.setattr(grader, "clean", guarded_clean)
+    path = tmp_path / "reinforce.py"
+    path.write_text(wrong_file("reinforce", "discounted_returns", HUGE))
+    code, lines = grade("reinforce", path, capsys)
+    assert (
+        code == 1
+        and len(lines) == 3
+        and lines[0].endswith(
+            f"returned a tensor of bool of shape ({', '.join(['2'] * 20)}, 0), where train() needs "
+            "a tensor of shape (3, 1)"
+        )
+    ), lines
+    assert built == []
+    path.write_text('raise ValueError("x" * 4_000_000)\n')
+    code, lines = grade("reinforce", path, capsys)
+    assert code == 2 and len(lines) == 1 and lines[0].endswith("x...") and built == [], lines
+
+
+def test_names_alike_in_any_two_scripts_are_marked_and_two_chinese_names_are_not(tmp_path):
+    """A Greek, a Cyrillic, a Cherokee, a Lisu and a Carian letter where a Latin A was, or
+    for one another: each name marked by its whole file name, escaped; two different Chinese
+    names, and two Latin ones, as they are."""
+    for name in ["Ada", "\u0391da", "\u0410da", "\u13aada", "\ua4eeda", "\U000102a0da", "Bob"]:
+        (tmp_path / f"{name}.py").write_text("")
+    for name in ["张伟", "李娜"]:
+        (tmp_path / f"{name}.py").write_text("")
+    names = [name for name, _ in grader.submissions("vpg", tmp_path)]
+    assert sorted(names) == sorted(
+        [
+            "'Ada.py'",
+            "'\\u0391da.py'",
+            "'\\u0410da.py'",
+            "'\\u13aada.py'",
+            "'\\ua4eeda.py'",
+            "'\\U000102a0da.py'",
+            "Bob",
+            "张伟",
+            "李娜",
+        ]
+    ), names
+
+
+def test_the_csv_path_is_a_file_of_the_graders_own_and_claimed_before_anyone_is_graded(
+    tmp_path, capsys, monkeypatch
+):
+    """--csv naming /dev/stdout or /dev/null (which the table would replace, as root), a link,
+    a FIFO, or another user's file (which the grader could not replace in a shared folder):
+    one line, exit 2, no one graded, the entry as it was. An absent path is the grader's
+    from the start, so that no one takes it while the class is graded, and is gone again if
+    grading stops."""
+    replaced = []
+
+    def refused(source, target):  # should this grader try: nothing of the machine's replaced
+        replaced.append(str(target))
+        raise PermissionError(1, "not in this test")
+
+    monkeypatch.setattr(grader.os, "replace", refused)
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    (folder / "ada.py").write_text(exercise_maker.exercise("vpg"))
+    (tmp_path / "target.csv").write_text("the teacher's\n")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "target.csv")
+    os.mkfifo(tmp_path / "fifo.csv")
+    tables = ["/dev/stdout", "/dev/null", tmp_path / "link.csv", tmp_path / "fifo.csv"]
+    if os.geteuid() == 0:
+        (tmp_path / "theirs.csv").write_text("")
+        os.chown(tmp_path / "theirs.csv", 65534, 65534)
+        tables.append(tmp_path / "theirs.csv")
+    for table in tables:
+        code, lines = grade_args(capsys, "vpg", "--folder", str(folder), "--csv", str(table))
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("check.py: error: --csv")
+    assert replaced == [] and (tmp_path / "link.csv").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["handed_in", "target.csv", "link.csv", "fifo.csv", *(["theirs.csv"] * (len(tables) > 4))]
+    )
+    monkeypatch.undo()
+    table, seen = tmp_path / "grades.csv", []
+    graded = grader.graded
+
+    def watched(*args):
+        seen.append((table.is_file(), table.stat().st_uid == os.geteuid()))
+        return graded(*args)
+
+    monkeypatch.setattr(grader, "graded", watched)
+    code, lines = grade_args(capsys, "vpg", "--folder", str(folder), "--csv", str(table))
+    assert code == 1 and seen == [(True, True)] and table.read_text().startswith("student,")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    table.unlink()
+    monkeypatch.setattr(grader, "graded", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        grader.main(["vpg", "--folder", str(folder), "--csv", str(table)])
+    assert not [p for p in tmp_path.iterdir() if "grades.csv" in p.name]
