@@ -2847,8 +2847,8 @@ KEYRINGS = """    import ctypes
 TEACHER = """import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 add_key, keyctl = {add_key}, {keyctl}
-assert libc.syscall(keyctl, 1, None) >= 0  # a session keyring of its own, as a login's
-assert libc.syscall(add_key, b"user", b"teacher_token", b"SECRET-72", 9, ctypes.c_int(-3)) >= 0
+if libc.syscall(keyctl, 1, None) >= 0:  # a session keyring of its own, as a login's
+    libc.syscall(add_key, b"user", b"teacher_token", b"SECRET-72", 9, ctypes.c_int(-3))
 os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
 """
 
