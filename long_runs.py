@@ -81,17 +81,24 @@ class LongRun:
     resume_keeps = ("env_id", "num_envs", "num_steps")  # the rollout's shape
 
     @classmethod
-    def checked_args(cls, parser, argv, args):
-        """The flags of a long run, checked. --resume RUN_DIR: its checkpoint's, but those given;
-        a flag the checkpoint predates takes its default; those in resume_keeps cannot change.
-        A new Namespace: the one given stays as it was."""
+    def checked_args(cls, parser, given, args):
+        """The flags of a long run (given: the command line's list, or train()'s Namespace),
+        checked. --resume RUN_DIR: its checkpoint's, but those given again; a flag the checkpoint
+        predates takes its default; those in resume_keeps cannot change."""
         script = parser.prog
-        if args.load_model and (args.resume or args.checkpoint_every):
-            why = "--load-model evaluates a saved model: it takes no --resume or --checkpoint-every"
-            fail(script, why)
+        unused = ("resume", "checkpoint_every", "async_envs", "video_every")  # by an evaluation
+        if args.load_model and any(getattr(args, name) for name in unused):
+            why = "--load-model evaluates a saved model: it takes no --resume, --checkpoint-every,"
+            fail(script, f"{why} --async-envs or --video-every")
         if args.video_every and not args.capture_video:
             fail(script, "--video-every says how often --capture-video films: give both")
+        if args.wandb_entity and not args.track:
+            fail(script, "--wandb-entity says whose --track the run goes to: give both")
         if not args.resume:
+            return args
+        if isinstance(given, argparse.Namespace):  # train()'s: as parse_args([...]) made it?
+            if os.path.normpath(str(args.run_dir)) != os.path.normpath(args.resume):
+                fail(script, f"to go on from {args.resume}: train(parse_args(['--resume', DIR]))")
             return args
         if args.run_dir is not None and os.path.normpath(args.run_dir) != os.path.normpath(
             args.resume
@@ -99,21 +106,23 @@ class LongRun:
             fail(script, f"--resume goes on in {args.resume} itself: give no --run-dir")
         try:  # data only (weights_only): a file that would run code is refused, its code unrun
             checkpoint = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)
-            saved = checkpoint["args"]
+            saved = dict(checkpoint["args"])
+            writer = checkpoint.get("script") or written_by(saved, args, script)
+            newer = int(checkpoint.get("format", 1)) > FORMAT
+            shape = {name: saved[name] for name in cls.resume_keeps}  # the rollout's
         except Exception:  # no such folder or file; objects or code; not a checkpoint
             why = f"{args.resume}/checkpoint.pt is missing or not one {script} wrote"
             fail(script, f"cannot --resume: {why}")
-        writer = checkpoint.get("script") or written_by(saved, args, script)
         if writer != script:
             fail(script, f"cannot --resume: {args.resume} holds a run of {writer}")
-        if checkpoint.get("format", 1) > FORMAT:
+        if newer:
             fail(script, f"cannot --resume: {args.resume} was written by a newer {script}")
         kept = {name: value for name, value in saved.items() if name in vars(args)}
-        resumed = parser.parse_args(argv, argparse.Namespace(**kept))  # flags given again win
-        for name in cls.resume_keeps:
-            if getattr(resumed, name) != saved[name]:
+        resumed = parser.parse_args(given, argparse.Namespace(**kept))  # flags given again win
+        for name, value in shape.items():
+            if getattr(resumed, name) != value:
                 flag = f"--{name.replace('_', '-')}"
-                fail(script, f"--resume: {flag} stays {saved[name]}, as in {args.resume}")
+                fail(script, f"--resume: {flag} stays {value}, as in {args.resume}")
         resumed.run_dir = os.path.normpath(args.resume)
         return resumed
 
@@ -122,7 +131,13 @@ class LongRun:
         self.checkpoint = f"{run_dir}/checkpoint.pt"
         self.wandb_id = f"{time.time_ns():x}"  # W&B's id of the run, which the checkpoint keeps
         if args.resume:  # weights, optimizer, statistics, counters, RNGs and episodes go on
-            self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=True))
+            try:
+                self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=True))
+            except (LookupError, TypeError, ValueError, RuntimeError, AttributeError) as error:
+                if str(error).startswith(f"{self.script}: error: "):  # restore()'s own line
+                    raise
+                why = f"{type(error).__name__}: {error}"  # a checkpoint edited, or cut short
+                fail(self.script, f"cannot --resume: {self.checkpoint} is not whole ({why})")
             self.purge_step = self.global_step + 1  # TensorBoard drops what came after it
         self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
         self.snapshot = self.state() if args.checkpoint_every else None
@@ -151,10 +166,11 @@ class LongRun:
         return super().__exit__(kind, error, traceback)
 
     def stop(self, signum, frame):
-        """SIGTERM: stop like Ctrl-C; after finish(), the process ends by the same signal."""
+        """SIGTERM: stop like Ctrl-C (the evaluation too, at its next step: eval_env()); after
+        finish(), the process ends by the same signal."""
         self.signal = signum
+        self.interrupted = self.interrupted or "SIGTERM"  # what train() returns, where it goes on
         if self.training:
-            self.interrupted = "SIGTERM"  # what train() returns, where the process goes on
             raise KeyboardInterrupt
 
     def episodes(self, global_step, infos):
@@ -202,12 +218,13 @@ class LongRun:
     def go_on(self):
         if not self.args.checkpoint_every:
             return super().go_on()
-        resume = f"python {self.script} --resume {shlex.quote(self.run_dir)}"
+        resume = f"python {self.script} --resume={shlex.quote(self.run_dir)}"
         return f"checkpoint of step {self.saved_step} in {self.checkpoint}; {resume}"
 
     def eval_env(self, render_mode=None):
-        """--capture-video: the evaluation filmed (made at the start: a renderer fails early)."""
-        return self.filmed_env or super().eval_env(render_mode)
+        """--capture-video: the evaluation filmed (made at the start: a renderer fails early);
+        a SIGTERM stops it at its next step, as a Ctrl-C does."""
+        return Stoppable(self.filmed_env or super().eval_env(render_mode), self)
 
     def film_evaluation(self):
         env = super().eval_env(render_mode="rgb_array")
@@ -252,14 +269,18 @@ class LongRun:
     def restore(self, checkpoint):
         """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
         saved = checkpoint["args"]
-        try:
-            self.agent.load_state_dict(checkpoint["agent"])
-        except RuntimeError:  # a flag given again that shapes the Agent (a layer's width)
-            places = ("resume", "run_dir")
-            changed = [k for k, v in vars(self.args).items() if saved.get(k, v) != v]
-            flags = [f"--{k.replace('_', '-')} {saved[k]}" for k in changed if k not in places]
-            why = f"{self.checkpoint} holds an Agent of other shapes than these flags make"
-            fail(self.script, f"--resume: {why}; give {', '.join(flags) or 'its flags'} as in it")
+        ours = {name: tuple(value.shape) for name, value in self.agent.state_dict().items()}
+        theirs = {name: tuple(value.shape) for name, value in checkpoint["agent"].items()}
+        if ours != theirs:  # a flag given again that shapes the Agent (a layer's width)
+            name = next(
+                n for n in sorted(ours.keys() | theirs.keys()) if ours.get(n) != theirs.get(n)
+            )
+            why = f"{name} is {theirs.get(name)} in {self.checkpoint}, {ours.get(name)} here"
+            given = [k for k, v in vars(self.args).items() if k in saved and saved[k] != v]
+            flags = [f"--{k.replace('_', '-')} {saved[k]}" for k in given if k != "resume"]
+            fix = f"give {', '.join(flags)} as in it" if flags else "its Agent is not these flags'"
+            fail(self.script, f"--resume: {why}: {fix}")
+        self.agent.load_state_dict(checkpoint["agent"])
         made = [dict(group) for group in self.optimizer.param_groups]  # as the flags set them
         self.optimizer.load_state_dict(checkpoint["optimizer"])  # Adam's moments and steps
         for group, settings in zip(self.optimizer.param_groups, made, strict=True):
@@ -325,6 +346,19 @@ def written_by(saved, args, script):
     return script if set(saved) - {"wandb_id"} <= set(vars(args)) else "another script"
 
 
+class Stoppable(gym.Wrapper):
+    """An env whose next step, once the run has had a SIGTERM, is a KeyboardInterrupt."""
+
+    def __init__(self, env, run):
+        super().__init__(env)
+        self.run = run
+
+    def step(self, action):
+        if self.run.signal:
+            raise KeyboardInterrupt
+        return self.env.step(action)
+
+
 class EnvProcesses(gym.vector.VectorWrapper):
     """--async-envs: a process for each env; one that fails or dies: a ChildProcessError that
     names the env and the error (its traceback is the env's own: run without --async-envs)."""
@@ -333,12 +367,21 @@ class EnvProcesses(gym.vector.VectorWrapper):
         self.script = script
         self.env_id = env_id
         if "device" in gym.spec(env_id.split(":")[-1]).kwargs:  # envs/cartpole_torch.py's
-            raise ValueError("it steps in torch, in this process: give no --async-envs")
-        default = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the new processes inherit
+            fail(script, f"{env_id} steps in torch, in this process: give no --async-envs")
+        # SIGINT blocked while they start: they inherit the mask (across exec too), so a Ctrl-C
+        # is never theirs; this process takes one that came meanwhile (a slow simulator's first
+        # env is made here) once they have started, and stops them
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             super().__init__(gym.make_vec(env_id, vectorization_mode="async", **kwargs))
+            ctrl_c = signal.SIGINT in signal.sigpending()
+            if ctrl_c:
+                signal.sigwait({signal.SIGINT})  # taken here, not delivered
         finally:
-            signal.signal(signal.SIGINT, default)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if ctrl_c:
+            self.close()
+            raise KeyboardInterrupt
 
     def reset(self, **kwargs):
         return self.quietly(self.env.reset, **kwargs)

@@ -153,10 +153,8 @@ def train(args):
     valid = torch.zeros(shape, dtype=torch.bool, device=device)
 
     log = start_log(args, run_dir, agent, optimizer, envs)  # TensorBoard and progress, below
-    if args.load_model:  # evaluate saved weights (--save-model's) instead of training
+    if args.load_model:  # evaluate saved weights (--save-model's): log.iterations() is empty
         load_weights(agent, args.load_model)
-        with log:
-            return log.finish(global_step=0)
     global_step = log.global_step  # env steps taken so far
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
@@ -243,7 +241,7 @@ def train(args):
 
 SCRIPT = Path(__file__).name
 LONG_RUN_FLAGS = ("capture_video", "video_every", "checkpoint_every", "resume", "async_envs")
-LONG_RUN_FLAGS += ("track",)
+LONG_RUN_FLAGS += ("track", "wandb_entity")
 
 
 def library_safe(train):
@@ -277,34 +275,34 @@ train = library_safe(train)
 
 
 def parse_args(argv=None):
-    """The flags in argv (a list, or train()'s Namespace, checked), else on the command line.
-    Bad ones from Python (a notebook too: give a list): a ValueError holding argparse's line."""
+    """The flags of argv (a list, or train()'s Namespace), else of the command line: bad ones,
+    argparse's line; from Python (give a notebook's as a list) in a ValueError."""
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
     if argv is not None:  # from Python: not argparse's usage and SystemExit
         parser.error = fail
     hyperparameters(parser)  # the algorithm's, in the lesson
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
-    arg("--cuda", action="store_true", help="train on the GPU if one is usable")
-    arg("--compile", action="store_true", help="torch.compile the update; pays from ~250k steps")
+    arg("--cuda", action=on_off, default=False, help="train on the GPU if one is usable")
+    arg("--compile", action=on_off, default=False, help="torch.compile the update; for 250k+ steps")
     arg("--torch-deterministic", action=on_off, default=True, help="torch's deterministic kernels")
     arg("--threads", type=positive_int, default=1, help="torch's CPU threads (docs/results.md)")
-    arg("--save-model", action="store_true", help="save the weights in the run directory")
+    arg("--save-model", action=on_off, default=False, help="save the weights in the run directory")
     arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
     arg = parser.add_argument_group("long runs: need long_runs.py beside the script").add_argument
-    arg("--capture-video", action="store_true", help="film rollouts and the evaluation (moviepy)")
+    arg("--capture-video", action=on_off, default=False, help="film rollouts, evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
     arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
     arg("--resume", metavar="RUN_DIR", help="go on from RUN_DIR/checkpoint.pt; given flags win")
     arg("--async-envs", action=on_off, default=False, help="step each env in its own process")
-    arg("--track", action="store_true", help="send the run to Weights & Biases (needs wandb)")
+    arg("--track", action=on_off, default=False, help="the run in Weights & Biases (needs wandb)")
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
     arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
     namespace = isinstance(argv, argparse.Namespace)  # train()'s, maybe built by hand
     args = check_namespace(parser, argv) if namespace else parser.parse_args(argv)
-    if (LongRun := long_run_class(args)) is not Log and not namespace:  # or one line, alone
+    if (LongRun := long_run_class(args)) is not Log:  # or one line, alone
         args = LongRun.checked_args(parser, argv, args)  # --resume: the checkpoint's flags too
     if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
@@ -317,16 +315,17 @@ def check_namespace(parser, args):
     """train()'s Namespace, maybe built or changed by hand, as argparse reads a command line
     (each flag there, a value it could give; else one line): a copy, numbers as Python's."""
     given = vars(args)
+    if odd := sorted(set(given) ^ {action.dest for action in parser._actions[1:]}):  # a typo?
+        change = "make it with parse_args(), then change it"  # not another script's, say
+        parser.error(f"the Namespace and {SCRIPT}'s flags differ at {odd[0]!r}: {change}")
     parser.set_defaults(**{k: str(v) for k, v in given.items() if v is not None})
     parsed = vars(parser.parse_args([]))  # argparse's own line for a value it refuses
     for action in parser._actions[1:]:  # after --help
         flag = action.option_strings[0]
-        if action.dest not in given:  # another script's Namespace, say
-            parser.error(f"the Namespace has no {flag}: make it with parse_args(), then change it")
         value = given[action.dest]
-        not_a_number = action.type is not None and value != parsed[action.dest]  # "0.001", None
+        not_a_value = action.nargs != 0 and parsed[action.dest] not in (value, str(value))  # None
         not_a_switch = action.nargs == 0 and not isinstance(value, bool)  # --cuda: "False"
-        if not_a_number or not_a_switch:
+        if not_a_value or not_a_switch:
             parser.error(f"{flag} is {value!r} in the Namespace, not a value of the flag")
     plain = {action.dest: parsed[action.dest] for action in parser._actions if action.nargs != 0}
     return argparse.Namespace(**(given | plain))
@@ -356,11 +355,11 @@ def set_up(args):
     run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     if not args.run_dir and Path(f"runs/{run_name}").exists():  # this seed's, this second
         run_name += f"_{time.time_ns()}"
-    run_dir = os.path.normpath(args.run_dir or f"runs/{run_name}")
-    events = Path(run_dir).glob("events.out.tfevents.*")  # TensorBoard's files
-    if not args.resume and (any(events) or Path(run_dir, "checkpoint.pt").exists()):
+    run_dir = os.path.normpath(os.path.expanduser(args.run_dir or f"runs/{run_name}"))
+    events = Path(run_dir).glob("events.out.tfevents.*") if os.path.isdir(run_dir) else []
+    if not args.resume and (any(events) or os.path.exists(f"{run_dir}/checkpoint.pt")):
         afresh = "to start afresh, give another --run-dir or delete it"
-        fail(f"--run-dir {run_dir} holds a run: --resume {shlex.quote(run_dir)} goes on; {afresh}")
+        fail(f"--run-dir {run_dir} holds a run: --resume={shlex.quote(run_dir)} goes on; {afresh}")
     random.seed(args.seed)
     np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
     torch.manual_seed(args.seed % 2**64)
@@ -402,7 +401,10 @@ def needs_flattening(space, env_id):
 def find_spec(env_id):  # for gymnasium's "module:EnvId", importing module registers EnvId
     if ":" in env_id:
         importlib.import_module(env_id.split(":")[0])
-    return gym.spec(env_id.split(":")[-1])
+    spec = gym.spec(env_id.split(":")[-1])
+    if isinstance(spec.entry_point, str):  # its code, loaded: a MUJOCO_GL that fails, fails here
+        gym.envs.registration.load_env_creator(spec.entry_point)
+    return spec
 
 
 def make_env(args, device):
@@ -410,18 +412,18 @@ def make_env(args, device):
     env_id = args.env_id
     try:
         spec = find_spec(env_id)
-        in_torch = "device" in spec.kwargs  # an env in torch (envs/cartpole_torch.py), on `device`
-        render_mode = "rgb_array" if args.capture_video else None  # to film
-        kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
-        kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # if none: cut
-        if args.async_envs:  # each env in a process of its own (long_runs.py)
-            envs = importlib.import_module("long_runs").EnvProcesses(env_id, kwargs, SCRIPT)
-        elif in_torch:
-            envs = gym.make_vec(env_id, num_envs=args.num_envs, device=device)
-        else:
-            envs = gym.make_vec(env_id, **kwargs)
     except Exception as error:  # unknown id or module, no MuJoCo, a MUJOCO_GL that fails
         fail(f"cannot make {env_id}: {error}")
+    in_torch = "device" in spec.kwargs  # an env in torch (envs/cartpole_torch.py), on `device`
+    render_mode = "rgb_array" if args.capture_video else None  # to film
+    kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
+    kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # if none: cut
+    if args.async_envs:  # each env in a process of its own (long_runs.py)
+        envs = importlib.import_module("long_runs").EnvProcesses(env_id, kwargs, SCRIPT)
+    elif in_torch:  # an error from here on is the env's own: it keeps its traceback
+        envs = gym.make_vec(env_id, num_envs=args.num_envs, device=device)
+    else:
+        envs = gym.make_vec(env_id, **kwargs)
     kinds = {"Discrete": "Discrete ones from 0", "Box": "Box ones of one dimension"}
     scripts = {"Discrete": "use ppo_gae.py", "Box": "use ppo_continuous.py"}
     space = envs.single_action_space  # what the lesson's policy draws: ACTIONS, at the top
@@ -453,7 +455,7 @@ class Finite(gym.vector.VectorWrapper):
         for what, values in zip(("observation", "reward"), returned[:-1], strict=False):
             if not np.isfinite(values).all():
                 where = f"{self.spec.id} gave a NaN or inf {what} at step {self.steps}"
-                raise FloatingPointError(f"{SCRIPT}: error: {where}, which no loss can learn from")
+                fail(f"{where}, which no loss can learn from", FloatingPointError)
         return returned
 
 
@@ -480,6 +482,8 @@ def evaluate(agent, env, episodes, seed, device):
             obs, reward, terminated, truncated, _ = env.step(greedy_action(agent, x))
             episode_return += float(reward)
             done = terminated or truncated
+        if not np.isfinite(episode_return) or not np.isfinite(obs).all():  # as in training
+            fail(f"{env.spec.id} gave a NaN or inf in the evaluation", FloatingPointError)
         returns.append(episode_return)
     return returns
 
@@ -508,7 +512,7 @@ class Log:
             Path(self.run_dir, ".claimed").mkdir(parents=True, exist_ok=bool(self.args.resume))
             self.writer = SummaryWriter(self.run_dir, purge_step=self.purge_step)
         except FileExistsError:  # by a run started since set_up() looked
-            fail(f"--run-dir {self.run_dir} was claimed by another run, started at the same time")
+            fail(f"the run folder {self.run_dir} was claimed by a run started at the same time")
         except OSError as error:  # --run-dir is a file, read-only, or cannot be made
             fail(f"cannot write TensorBoard's files to {self.run_dir}: {error}")
         table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
@@ -520,23 +524,21 @@ class Log:
         self.printed_step = self.global_step
         return self
 
-    def __exit__(self, kind, error, traceback):
-        """Ctrl-C stops training cleanly (True: it goes no further); other errors go on up."""
+    def __exit__(self, kind, error, traceback):  # Ctrl-C ends training (True); errors go up
         if kind is KeyboardInterrupt:  # long_runs.py's SIGTERM has said so already
             self.interrupted = self.interrupted or "SIGINT"
         elif kind is not None:
             self.writer.close()
         return kind is KeyboardInterrupt
 
-    def iterations(self, num_iterations):  # 1 to N, on from the last update (a checkpoint's)
-        return range(self.iteration + 1, num_iterations + 1)
+    def iterations(self, num_iterations):  # 1 to N, on from the last update; --load-model: none
+        return range(self.iteration + 1, 0 if self.args.load_model else num_iterations + 1)
 
     def episodes(self, global_step, infos):  # the envs that ended an episode at this step
         if "_episode" in infos:  # its return and length, written once per rollout, by update()
             self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
 
-    def update(self, iteration, global_step, **losses):
-        """After each update: the learning rate, SPS, losses/NAME, and progress()."""
+    def update(self, iteration, global_step, **losses):  # lr, SPS, losses/NAME; progress()
         self.iteration = iteration
         self.global_step = global_step
         self.entropy = losses["entropy"]
@@ -551,8 +553,7 @@ class Log:
     def sps(self, global_step):  # env steps per second of this process
         return int((global_step - self.start_step) / (time.time() - self.start_time))
 
-    def progress(self, global_step, end=False):
-        """The episodes that ended since the last call; progress every 2 s and at the end."""
+    def progress(self, global_step, end=False):  # the episodes ended since; a line every 2 s
         if self.ended_episodes:
             log_episodes(self.writer, self.ended_episodes, self.episode_returns)
         self.ended_episodes = []
@@ -582,10 +583,10 @@ class Log:
         try:
             eval_returns = evaluate(self.agent, eval_env, episodes, self.args.seed + 10_000, device)
             eval_env.close()  # --capture-video's film of it is written here
-        except KeyboardInterrupt:  # Ctrl-C in the evaluation: the run ends without it
+        except KeyboardInterrupt:  # Ctrl-C (or long_runs.py's SIGTERM): the run ends without it
             eval_returns = []
-            self.interrupted = "SIGINT"
-            say(f"{SCRIPT}: evaluation stopped by SIGINT")
+            self.interrupted = self.interrupted or "SIGINT"
+            say(f"{SCRIPT}: evaluation stopped by {self.interrupted}")
         for episode, episode_return in enumerate(eval_returns):
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)
         if eval_returns:
@@ -603,8 +604,7 @@ class Log:
         return "no checkpoint to resume from"
 
 
-def start_log(args, run_dir, agent, optimizer, envs):
-    """A Log; with a flag of long or watched runs, a LongRun, which extends it."""
+def start_log(args, run_dir, agent, optimizer, envs):  # a Log, or long_runs.py's LongRun
     return long_run_class(args)(args, run_dir, agent, optimizer, envs)
 
 
@@ -622,8 +622,7 @@ def long_run_class(args):
     return type("LongRun", (long_runs.LongRun, Log), {})  # a Log that checkpoints, films, ...
 
 
-def load_weights(agent, path):
-    """--load-model: what --save-model wrote, or a checkpoint's "agent"; as data, never code."""
+def load_weights(agent, path):  # --load-model: --save-model's file, or a checkpoint's; as data
     try:
         saved = torch.load(path, "cpu", weights_only=True)
         agent.load_state_dict(saved.get("agent", saved))
@@ -655,16 +654,15 @@ def say(line):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def fail(message):
-    """Bad input: a ValueError whose message is the one line to print (exit status 2)."""
-    raise ValueError(f"{SCRIPT}: error: {' '.join(str(message).split())}")
+def fail(message, kind=ValueError):
+    """Bad input: a ValueError of the line to print (exit 2); a run that cannot go on: exit 1."""
+    raise kind(f"{SCRIPT}: error: {' '.join(str(message).split())}")
 
 
-def check_finite(loss, iteration):
-    """Stop on a NaN or inf loss before it reaches the weights, naming the iteration."""
+def check_finite(loss, iteration):  # a NaN or inf loss stops the run before the weights
     if not torch.isfinite(loss):
-        message = f"loss is {loss.item()} at iteration {iteration}; try a smaller --learning-rate"
-        raise FloatingPointError(f"{SCRIPT}: error: {message}")
+        hint = "try a smaller --learning-rate"
+        fail(f"loss is {loss.item()} at iteration {iteration}; {hint}", FloatingPointError)
 
 
 if __name__ == "__main__":
