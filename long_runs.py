@@ -96,6 +96,7 @@ class LongRun:
             fail(script, "--wandb-entity says whose --track the run goes to: give both")
         if not args.resume:
             return args
+        args.resume = os.path.expanduser(args.resume)  # as --run-dir: a "~" the shell left
         if isinstance(given, argparse.Namespace):  # train()'s: as parse_args([...]) made it?
             if os.path.normpath(str(args.run_dir)) != os.path.normpath(args.resume):
                 fail(script, f"to go on from {args.resume}: train(parse_args(['--resume', DIR]))")
@@ -118,11 +119,19 @@ class LongRun:
         if newer:
             fail(script, f"cannot --resume: {args.resume} was written by a newer {script}")
         kept = {name: value for name, value in saved.items() if name in vars(args)}
+        for action in parser._actions[1:]:  # each saved value one its flag could give
+            if not given_by(action, kept.get(action.dest)):
+                value = f"{action.dest} = {kept[action.dest]!r}"
+                fail(script, f"cannot --resume: {args.resume}/checkpoint.pt holds {value}")
         resumed = parser.parse_args(given, argparse.Namespace(**kept))  # flags given again win
         for name, value in shape.items():
             if getattr(resumed, name) != value:
                 flag = f"--{name.replace('_', '-')}"
                 fail(script, f"--resume: {flag} stays {value}, as in {args.resume}")
+        if not resumed.capture_video:  # turned off again (--no-capture-video): no films to space
+            resumed.video_every = 0
+        if not resumed.track:  # --no-track: no W&B team
+            resumed.wandb_entity = None
         resumed.run_dir = os.path.normpath(args.resume)
         return resumed
 
@@ -150,12 +159,16 @@ class LongRun:
         self.film_every = -(-self.fps // 25)  # ceil(fps / 25) steps a frame: 25 a second at most
         self.training = True
         self.signal = None
+        self.lock = None  # a file descriptor of the run folder, locked (__enter__)
 
     def __enter__(self):
-        """SIGTERM stops training as Ctrl-C does; finish() gives the old handler back."""
-        if self.args.resume:
+        """The run folder locked while this process runs in it (another --resume of it is
+        refused); SIGTERM stops training as Ctrl-C does; finish() gives the old handler back."""
+        if self.args.resume:  # locked before TensorBoard writes a file in it
+            self.lock = lock(self.run_dir, self.script)
             say(f"{self.script}: going on from step {self.global_step} of {self.checkpoint}")
         log = super().__enter__()  # TensorBoard first: if it fails, there is no handler to undo
+        self.lock = self.lock or lock(self.run_dir, self.script)  # a new run's: just made
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         return log
 
@@ -163,7 +176,13 @@ class LongRun:
         self.training = False  # a SIGTERM from now on lets the run end, then ends the process
         if kind not in (None, KeyboardInterrupt):  # an error: no finish() to give it back
             signal.signal(signal.SIGTERM, self.default_sigterm)
+            self.unlock()
         return super().__exit__(kind, error, traceback)
+
+    def unlock(self):  # the run folder, for the next run in it (a notebook's, say)
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
 
     def stop(self, signum, frame):
         """SIGTERM: stop like Ctrl-C (the evaluation too, at its next step: eval_env()); after
@@ -209,6 +228,7 @@ class LongRun:
                 self.wandb.finish()
         finally:
             signal.signal(signal.SIGTERM, self.default_sigterm)
+            self.unlock()
         if self.signal:  # by default, the process ends: a shell's status 128 + 15 = 143
             sys.stdout.flush()
             sys.stderr.flush()
@@ -218,7 +238,8 @@ class LongRun:
     def go_on(self):
         if not self.args.checkpoint_every:
             return super().go_on()
-        resume = f"python {self.script} --resume={shlex.quote(self.run_dir)}"
+        ran = sys.argv[0] if Path(sys.argv[0]).name == self.script else self.script  # its path
+        resume = f"python {shlex.quote(ran)} --resume={shlex.quote(self.run_dir)}"
         return f"checkpoint of step {self.saved_step} in {self.checkpoint}; {resume}"
 
     def eval_env(self, render_mode=None):
@@ -228,8 +249,8 @@ class LongRun:
 
     def film_evaluation(self):
         env = super().eval_env(render_mode="rgb_array")
+        env.reset(seed=0)  # the env's own error here is not the renderer's: its traceback
         try:
-            env.reset(seed=0)
             env.render()  # a missing renderer (pygame) fails now, not after training
             episodes = lambda _: True  # noqa: E731
             return gym.wrappers.RecordVideo(env, f"{self.run_dir}/videos", episode_trigger=episodes)
@@ -280,6 +301,8 @@ class LongRun:
             flags = [f"--{k.replace('_', '-')} {saved[k]}" for k in given if k != "resume"]
             fix = f"give {', '.join(flags)} as in it" if flags else "its Agent is not these flags'"
             fail(self.script, f"--resume: {why}: {fix}")
+        if not all(weights.isfinite().all() for weights in checkpoint["agent"].values()):
+            raise ValueError("the Agent's weights hold a NaN or inf")
         self.agent.load_state_dict(checkpoint["agent"])
         made = [dict(group) for group in self.optimizer.param_groups]  # as the flags set them
         self.optimizer.load_state_dict(checkpoint["optimizer"])  # Adam's moments and steps
@@ -291,8 +314,10 @@ class LongRun:
         kept = checkpoint.get("statistics", checkpoint.get("return_rms"))  # before 2026-11-27
         for rms, statistics in zip(self.statistics(), kept, strict=True):
             rms.mean, rms.var, rms.count = statistics.tolist()  # float64, as they were
-        self.iteration = checkpoint["iteration"]
-        self.global_step = checkpoint["global_step"]
+        for name in ("iteration", "global_step"):  # counts, as state() wrote them
+            if type(checkpoint[name]) is not int or checkpoint[name] < 0:
+                raise ValueError(f"{name} is {checkpoint[name]!r}")
+            setattr(self, name, checkpoint[name])
         self.episode_returns = checkpoint["episode_returns"]
         saved_id = checkpoint.get("wandb_id", checkpoint["args"].get("wandb_id"))  # or in args
         self.wandb_id = saved_id or self.wandb_id  # W&B goes on with the same run
@@ -338,6 +363,32 @@ class LongRun:
             fail(self.script, "--track needs wandb: pip install wandb")
         except Exception as error:  # not logged in, no network, a bad project name
             fail(self.script, f"--track: {error}; with no W&B account, set WANDB_MODE=offline")
+
+
+def given_by(action, value):
+    """Whether a flag could give value (None: a flag's default, or none saved)."""
+    if value is None or action.nargs == 0:  # a switch: True or False
+        return value is None or isinstance(value, bool)
+    try:
+        return (action.type or str)(str(value)) == value and type(value) is not bool
+    except (ValueError, TypeError, argparse.ArgumentTypeError):
+        return False
+
+
+def lock(run_dir, script):
+    """A file descriptor of run_dir, locked for this process: the kernel lets go when it ends
+    (by SIGKILL too). Where another process holds it (a --resume of it, say): one line."""
+    try:
+        fcntl = importlib.import_module("fcntl")  # POSIX; on Windows, no lock
+    except ImportError:
+        return None
+    folder = os.open(run_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(folder)
+        fail(script, f"the run in {run_dir} is going on in another process; wait for its end")
+    return folder
 
 
 def written_by(saved, args, script):

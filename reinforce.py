@@ -262,7 +262,7 @@ def parse_args(argv=None):
 def check_namespace(parser, args):
     """train()'s Namespace, maybe built or changed by hand, as argparse reads a command line
     (each flag there, a value it could give; else one line): a copy, numbers as Python's."""
-    given = vars(args)
+    given = {k: v.item() if isinstance(v, np.generic) else v for k, v in vars(args).items()}
     if odd := sorted(set(given) ^ {action.dest for action in parser._actions[1:]}):  # a typo?
         change = "make it with parse_args(), then change it"  # not another script's, say
         parser.error(f"the Namespace and {SCRIPT}'s flags differ at {odd[0]!r}: {change}")
@@ -271,16 +271,16 @@ def check_namespace(parser, args):
     for action in parser._actions[1:]:  # after --help
         flag = action.option_strings[0]
         value = given[action.dest]
-        not_a_value = action.nargs != 0 and parsed[action.dest] not in (value, str(value))  # None
-        not_a_switch = action.nargs == 0 and not isinstance(value, bool)  # --cuda: "False"
+        text = not isinstance(value, bytes) and str(value)  # b"runs": not "b'runs'"
+        not_a_value = action.nargs != 0 and parsed[action.dest] not in (value, text)  # None
+        not_a_switch = action.nargs == 0 and not isinstance(value, bool)  # "False" is true
         if not_a_value or not_a_switch:
             parser.error(f"{flag} is {value!r} in the Namespace, not a value of the flag")
     plain = {action.dest: parsed[action.dest] for action in parser._actions if action.nargs != 0}
     return argparse.Namespace(**(given | plain))
 
 
-def checked(convert, ok, must_be):
-    """An argparse type: convert(text), refused unless ok(value); nan fails every ok()."""
+def checked(convert, ok, must_be):  # an argparse type: convert(text), refused unless ok(value)
 
     def parse(text):
         if not ok(value := convert(text)):
@@ -298,8 +298,7 @@ nonnegative_float = checked(float, lambda x: x >= 0, "a number >= 0")
 unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
-def set_up(args):
-    """The run's directory (new, or --resume's), seeds (the envs get theirs at reset), device."""
+def set_up(args):  # the run's directory (new, or --resume's), seeds (the envs': at reset), device
     run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     if not args.run_dir and Path(f"runs/{run_name}").exists():  # this seed's, this second
         run_name += f"_{time.time_ns()}"
@@ -317,8 +316,7 @@ def set_up(args):
     return device, run_dir
 
 
-def compiles(device):
-    """Whether torch.compile works here (a C++ compiler; Triton on a GPU): else one warning."""
+def compiles(device):  # whether torch.compile works here (a C++ compiler; Triton on a GPU)
     try:
         torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
         return True
@@ -361,7 +359,9 @@ def make_env(args, device):
     try:
         spec = find_spec(env_id)
     except Exception as error:  # unknown id or module, no MuJoCo, a MUJOCO_GL that fails
-        fail(f"cannot make {env_id}: {error}")
+        if isinstance(error, (ImportError, gym.error.Error)) or os.environ.get("MUJOCO_GL"):
+            fail(f"cannot make {env_id}: {error}")
+        raise  # a bug of the env's module: its traceback
     in_torch = "device" in spec.kwargs  # an env in torch (envs/cartpole_torch.py), on `device`
     render_mode = "rgb_array" if args.capture_video else None  # to film
     kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
@@ -401,14 +401,13 @@ class Finite(gym.vector.VectorWrapper):
 
     def checked(self, *returned):  # (obs, info), or (obs, reward, terminated, truncated, info)
         for what, values in zip(("observation", "reward"), returned[:-1], strict=False):
-            if not np.isfinite(values).all():
+            if not (np.abs(values) <= np.finfo(np.float32).max).all():  # inf in float32 too
                 where = f"{self.spec.id} gave a NaN or inf {what} at step {self.steps}"
                 fail(f"{where}, which no loss can learn from", FloatingPointError)
         return returned
 
 
-def make_eval_env(env_id, render_mode=None):
-    """One env for the final evaluation: the observations that training saw."""
+def make_eval_env(env_id, render_mode=None):  # for the evaluation: what training saw
     steps = find_spec(env_id).max_episode_steps or 1000  # as in make_env
     env = gym.make(env_id, max_episode_steps=steps, render_mode=render_mode)
     if needs_flattening(env.observation_space, env_id):
@@ -419,13 +418,12 @@ def make_eval_env(env_id, render_mode=None):
 
 
 @torch.no_grad()
-def evaluate(agent, env, episodes, seed, device):
-    """Returns of `episodes` episodes that take the lesson's greedy_action in every state."""
+def evaluate(agent, env, episodes, seed, device):  # returns of episodes of greedy_action
     returns = []
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
         done, episode_return = False, 0.0
-        while not done:
+        while not done and np.isfinite(episode_return) and np.isfinite(obs).all():
             x = torch.as_tensor(obs, dtype=torch.float32, device=device)
             obs, reward, terminated, truncated, _ = env.step(greedy_action(agent, x))
             episode_return += float(reward)
@@ -614,11 +612,13 @@ def check_finite(loss, iteration):  # a NaN or inf loss stops the run before the
 
 
 if __name__ == "__main__":
+    args = None  # parse_args()'s, once it has read the flags
     try:
         result = train(args := parse_args())
     except Exception as error:  # the script's own words, in one line; any other error:
         if not str(error).startswith(f"{SCRIPT}: error: "):  # the env's, numpy's, torch's
-            print(f"{SCRIPT}: error: the run on {args.env_id} failed:", file=sys.stderr)
+            run = f"the run on {args.env_id}" if args else "reading the flags"
+            print(f"{SCRIPT}: error: {run} failed:", file=sys.stderr)
             raise  # with its traceback, exit status 1
         print(error, file=sys.stderr)
         sys.exit(2 if isinstance(error, ValueError) else 1)  # 2: bad input; 1: the run failed

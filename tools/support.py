@@ -36,10 +36,14 @@ def split(text, script):
     return lesson, DIVIDER + support
 
 
+def read(path):  # the bytes as they are: a "\r\n" is not a "\n"
+    return path.read_bytes().decode("utf-8")
+
+
 def differences(root=ROOT):
     """One line for each script whose support code is not the one text (the most common
     copy): the script, the first line that differs, and the two versions of it."""
-    texts = {script: (root / script).read_text() for script in SCRIPTS}
+    texts = {script: read(root / script) for script in SCRIPTS}
     supports = {script: split(text, script)[1] for script, text in texts.items()}
     common = collections.Counter(supports.values()).most_common(1)[0][0]
     found = []
@@ -56,12 +60,12 @@ def differences(root=ROOT):
 
 def write_from(source, root=ROOT):
     """The support code of `source` into the other scripts; their lessons stay as they are."""
-    support = split((root / source).read_text(), source)[1]
+    support = split(read(root / source), source)[1]
     for script in SCRIPTS:
         path = root / script
-        lesson = split(path.read_text(), script)[0]
-        if lesson + support != path.read_text():
-            path.write_text(lesson + support)
+        lesson = split(read(path), script)[0]
+        if lesson + support != read(path):
+            path.write_bytes((lesson + support).encode("utf-8"))
             print(f"wrote {source}'s support code into {script}")
 
 
@@ -71,7 +75,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.source:
         write_from(args.source)
-    found = differences()
+    try:
+        found = differences()
+    except ValueError as error:  # a script without its divider line (or with two)
+        found = [str(error)]
     for line in found:
         print(line, file=sys.stderr)
     if found:
