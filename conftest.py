@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parent
+# One torch (OpenMP) thread a process, in the workers and all they start: pytest-xdist runs a
+# worker a core, and every core for each backfires beside the others (docs/results.md, threads).
+# The scripts take theirs from --threads; a test that needs more sets them.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The five scripts, long_runs.py and envs/ first (import ppo_gae), then exercises/ (import cases,
 # the hand-worked case table that test_all.py and the grader both read), whose blank ppo_gae.py
 # must never stand in for the script
