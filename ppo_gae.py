@@ -27,7 +27,6 @@ import functools
 import importlib
 import os
 import random
-import shlex
 import signal
 import sys
 import time
@@ -295,8 +294,7 @@ LONG_RUN_FLAGS = ("capture_video", "video_every", "checkpoint_every", "resume", 
 LONG_RUN_FLAGS += ("track", "wandb_entity")
 
 
-def library_safe(train):
-    """train() with its flags checked, and torch's threads and determinism for the run only."""
+def library_safe(train):  # train() with its flags checked; threads, determinism: for the run
 
     @functools.wraps(train)  # its name, docstring and source stay the lesson's
     def checked_train(args):
@@ -326,8 +324,7 @@ train = library_safe(train)
 
 
 def parse_args(argv=None):
-    """The flags of argv (a list, or train()'s Namespace), else of the command line: bad ones,
-    argparse's line; from Python (give a notebook's as a list) in a ValueError."""
+    """argv's flags (a list, or train()'s Namespace), else the command line's; bad: one line."""
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
     if argv is not None:  # from Python: not argparse's usage and SystemExit
@@ -363,8 +360,7 @@ def parse_args(argv=None):
 
 
 def check_namespace(parser, args):
-    """train()'s Namespace, maybe built or changed by hand, as argparse reads a command line
-    (each flag there, a value it could give; else one line): a copy, numbers as Python's."""
+    """train()'s Namespace, maybe edited by hand, checked as argparse checks a command line."""
     given = {k: v.item() if isinstance(v, np.generic) else v for k, v in vars(args).items()}
     if odd := sorted(set(given) ^ {action.dest for action in parser._actions[1:]}):  # a typo?
         change = "make it with parse_args(), then change it"  # not another script's, say
@@ -409,7 +405,8 @@ def set_up(args):  # the run's directory (new, or --resume's), seeds (the envs':
     events = Path(run_dir).glob("events.out.tfevents.*") if os.path.isdir(run_dir) else []
     if not args.resume and (any(events) or os.path.exists(f"{run_dir}/checkpoint.pt")):
         afresh = "to start afresh, give another --run-dir or delete it"
-        fail(f"--run-dir {run_dir} holds a run: --resume={shlex.quote(run_dir)} goes on; {afresh}")
+        resume = f"--resume={importlib.import_module('shlex').quote(run_dir)}"  # to paste as is
+        fail(f"--run-dir {run_dir} holds a run: {resume} goes on; {afresh}")
     random.seed(args.seed)
     np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
     torch.manual_seed(args.seed % 2**64)
@@ -639,8 +636,9 @@ class Log:
         for episode, episode_return in enumerate(eval_returns):
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)
         if eval_returns:
-            mean, std, n = np.mean(eval_returns), np.std(eval_returns), len(eval_returns)
-            say(f"evaluation over {n} episode{'s' if n > 1 else ''}: {mean:.1f} +/- {std:.1f}")
+            n = len(eval_returns)
+            mean_and_std = f"{np.mean(eval_returns):.1f} +/- {np.std(eval_returns):.1f}"
+            say(f"evaluation over {n} episode{'s' if n > 1 else ''}: {mean_and_std}")
         self.writer.close()
         result = dict(agent=self.agent, episode_returns=self.episode_returns, sps=sps)
         result |= dict(global_step=global_step, eval_returns=eval_returns, run_dir=self.run_dir)
@@ -687,10 +685,11 @@ def log_episodes(writer, ended_episodes, history):
     lengths = torch.stack([torch.as_tensor(e["l"]) for e in episodes]).cpu()[ended].tolist()
     steps = torch.tensor(steps)[:, None].expand_as(ended)[ended].tolist()
     history.extend(zip(steps, returns, strict=True))  # every (step, return), for the caller
+    rows = zip(steps, returns, lengths, strict=True)  # (step, return, length) of each
     if len(returns) > 256:  # their mean at the last step: 8,192 take 0.66 s apart, 0.06 s so
         writer.add_scalar("charts/episodes", len(returns), steps[-1])
-        steps, returns, lengths = [steps[-1]], [np.mean(returns)], [np.mean(lengths)]
-    for step, episode_return, length in zip(steps, returns, lengths, strict=True):
+        rows = [(steps[-1], np.mean(returns), np.mean(lengths))]
+    for step, episode_return, length in rows:
         writer.add_scalar("charts/episodic_return", episode_return, step)
         writer.add_scalar("charts/episodic_length", length, step)
 
