@@ -2856,12 +2856,6 @@ LESSON += ("ppo_loss", "value_loss", "adapted_lr", "train")
 SUPPORT = ("set_up", "checked", "parse_args", "needs_flattening", "make_env", "make_eval_env")
 SUPPORT += ("find_spec", "evaluate", "Log", "long_run_class", "start_log", "log_episodes", "fail")
 SUPPORT += ("check_finite", "library_safe", "say", "compiles", "load_weights", "check_namespace")
-# The ceilings. A lesson is what a student reads before the divider, in one sitting: it grows
-# only by its algorithm, with room for a flag or two. The support code, one text in all five,
-# never grows past its longest copy when it became one text (441 lines after the divider): a
-# new capability is paid for by simpler support code.
-LESSON_LINES = {"reinforce": 195, "vpg": 245, "ppo": 250, "ppo_gae": 300, "ppo_continuous": 370}
-SUPPORT_LINES = 441
 
 
 def first_line(module, name):
@@ -2884,8 +2878,9 @@ def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
     assert max(lesson) == first_line(module, "train") < divider < min(below)
     assert {"ACTIONS", "flag_conflict", "greedy_action"} <= set(vars(module))  # what it reads
     assert first_line(module, "Agent") <= 150
-    assert divider - 1 <= LESSON_LINES[script.name], divider - 1
-    assert len(lines) - divider <= SUPPORT_LINES, len(lines) - divider
+    # The lengths are reported, never held under a ceiling: a line that keeps no promise goes,
+    # an explanation a reader needs stays (judged by reading). `pytest -s` shows them.
+    print(f"{script.path.name}: lesson {divider - 1} lines, support {len(lines) - divider}")
     main = lines.index('if __name__ == "__main__":')
     assert lines[main + 2 : main + 4] == [
         "    try:",
