@@ -19,6 +19,8 @@ Copied alone, a script answers each of these flags in one line naming this file.
 
 What LongRun needs from the script's Log, attribute by attribute:
     script                 the script's file name, which its lines begin with
+    fail                   the script's fail(message, kind): LongRun's errors are the script's
+                           own types, which its command line turns into one line and a status
     args                   the run's flags (a Namespace); LongRun reads, never writes, them
     run_dir                the run's folder, for checkpoint.pt and the evaluation's films
     agent, optimizer       whose state_dict() a checkpoint keeps
@@ -69,11 +71,6 @@ def plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def fail(script, message):
-    """Bad input: a ValueError whose message is the one line the script prints (exit status 2)."""
-    raise ValueError(f"{script}: error: {' '.join(str(message).split())}")
-
-
 class LongRun:
     """What long and watched runs add to a script's Log: checkpoints and --resume, SIGTERM,
     films, W&B. Each method does its part, then hands on to the Log's own (super())."""
@@ -86,25 +83,26 @@ class LongRun:
         checked. --resume RUN_DIR: its checkpoint's, but those given again; a flag the checkpoint
         predates takes its default; those in resume_keeps cannot change."""
         script = parser.prog
+        fail = cls.fail  # the script's own: bad input, in one line (exit status 2)
         unused = ("resume", "checkpoint_every", "async_envs", "video_every")  # by an evaluation
         if args.load_model and any(getattr(args, name) for name in unused):
             why = "--load-model evaluates a saved model: it takes no --resume, --checkpoint-every,"
-            fail(script, f"{why} --async-envs or --video-every")
+            fail(f"{why} --async-envs or --video-every")
         if args.video_every and not args.capture_video:
-            fail(script, "--video-every says how often --capture-video films: give both")
+            fail("--video-every says how often --capture-video films: give both")
         if args.wandb_entity and not args.track:
-            fail(script, "--wandb-entity says whose --track the run goes to: give both")
+            fail("--wandb-entity says whose --track the run goes to: give both")
         if not args.resume:
             return args
         args.resume = os.path.expanduser(args.resume)  # as --run-dir: a "~" the shell left
         if isinstance(given, argparse.Namespace):  # train()'s: as parse_args([...]) made it?
             if os.path.normpath(str(args.run_dir)) != os.path.normpath(args.resume):
-                fail(script, f"to go on from {args.resume}: train(parse_args(['--resume', DIR]))")
+                fail(f"to go on from {args.resume}: train(parse_args(['--resume', DIR]))")
             return args
         if args.run_dir is not None and os.path.normpath(args.run_dir) != os.path.normpath(
             args.resume
         ):
-            fail(script, f"--resume goes on in {args.resume} itself: give no --run-dir")
+            fail(f"--resume goes on in {args.resume} itself: give no --run-dir")
         try:  # data only (weights_only): a file that would run code is refused, its code unrun
             checkpoint = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)
             saved = dict(checkpoint["args"])
@@ -113,21 +111,21 @@ class LongRun:
             shape = {name: saved[name] for name in cls.resume_keeps}  # the rollout's
         except Exception:  # no such folder or file; objects or code; not a checkpoint
             why = f"{args.resume}/checkpoint.pt is missing or not one {script} wrote"
-            fail(script, f"cannot --resume: {why}")
+            fail(f"cannot --resume: {why}")
         if writer != script:
-            fail(script, f"cannot --resume: {args.resume} holds a run of {writer}")
+            fail(f"cannot --resume: {args.resume} holds a run of {writer}")
         if newer:
-            fail(script, f"cannot --resume: {args.resume} was written by a newer {script}")
+            fail(f"cannot --resume: {args.resume} was written by a newer {script}")
         kept = {name: value for name, value in saved.items() if name in vars(args)}
         for action in parser._actions[1:]:  # each saved value one its flag could give
             if not given_by(action, kept.get(action.dest)):
                 value = f"{action.dest} = {kept[action.dest]!r}"
-                fail(script, f"cannot --resume: {args.resume}/checkpoint.pt holds {value}")
+                fail(f"cannot --resume: {args.resume}/checkpoint.pt holds {value}")
         resumed = parser.parse_args(given, argparse.Namespace(**kept))  # flags given again win
         for name, value in shape.items():
             if getattr(resumed, name) != value:
                 flag = f"--{name.replace('_', '-')}"
-                fail(script, f"--resume: {flag} stays {value}, as in {args.resume}")
+                fail(f"--resume: {flag} stays {value}, as in {args.resume}")
         if not resumed.capture_video:  # turned off again (--no-capture-video): no films to space
             resumed.video_every = 0
         if not resumed.track:  # --no-track: no W&B team
@@ -141,12 +139,15 @@ class LongRun:
         self.wandb_id = f"{time.time_ns():x}"  # W&B's id of the run, which the checkpoint keeps
         if args.resume:  # weights, optimizer, statistics, counters, RNGs and episodes go on
             try:
-                self.restore(torch.load(self.checkpoint, map_location="cpu", weights_only=True))
+                checkpoint = torch.load(self.checkpoint, map_location="cpu", weights_only=True)
+                unlike = self.unlike(checkpoint)
+                if not unlike:
+                    self.restore(checkpoint)
             except (LookupError, TypeError, ValueError, RuntimeError, AttributeError) as error:
-                if str(error).startswith(f"{self.script}: error: "):  # restore()'s own line
-                    raise
                 why = f"{type(error).__name__}: {error}"  # a checkpoint edited, or cut short
-                fail(self.script, f"cannot --resume: {self.checkpoint} is not whole ({why})")
+                self.fail(f"cannot --resume: {self.checkpoint} is not whole ({why})")
+            if unlike:
+                self.fail(f"--resume: {unlike}")
             self.purge_step = self.global_step + 1  # TensorBoard drops what came after it
         self.saved_step = self.global_step if args.resume else None  # that of checkpoint.pt
         self.snapshot = self.state() if args.checkpoint_every else None
@@ -165,10 +166,10 @@ class LongRun:
         """The run folder locked while this process runs in it (another --resume of it is
         refused); SIGTERM stops training as Ctrl-C does; finish() gives the old handler back."""
         if self.args.resume:  # locked before TensorBoard writes a file in it
-            self.lock = lock(self.run_dir, self.script)
+            self.lock = lock(self.run_dir, self.fail)
             say(f"{self.script}: going on from step {self.global_step} of {self.checkpoint}")
         log = super().__enter__()  # TensorBoard first: if it fails, there is no handler to undo
-        self.lock = self.lock or lock(self.run_dir, self.script)  # a new run's: just made
+        self.lock = self.lock or lock(self.run_dir, self.fail)  # a new run's: just made
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         return log
 
@@ -192,9 +193,9 @@ class LongRun:
         if self.training:
             raise KeyboardInterrupt
 
-    def episodes(self, global_step, infos):
+    def episodes(self, global_step, infos, counted=None):
         """In a filmed rollout, every film_every-th step: up to 16 envs, 128 px wide or less."""
-        super().episodes(global_step, infos)
+        super().episodes(global_step, infos, counted)
         try:
             if self.frames is not None and global_step // self.envs.num_envs % self.film_every == 0:
                 Image = importlib.import_module("PIL.Image")  # Pillow, imported only to film
@@ -257,7 +258,7 @@ class LongRun:
         except Exception as error:  # no moviepy, no pygame, no OpenGL for MuJoCo
             hint = "mujoco" in str(env.spec) and "; with no display, set MUJOCO_GL=egl or osmesa"
             why = f"cannot film {self.args.env_id}: {error}{hint or ''}"
-            fail(self.script, f"--capture-video: {why}")
+            self.fail(f"--capture-video: {why}")
 
     # ---- checkpoints: all a resumed run needs, as data only ----
 
@@ -287,20 +288,24 @@ class LongRun:
             envs = getattr(envs, "env", None)
         return found
 
-    def restore(self, checkpoint):
-        """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
+    def unlike(self, checkpoint):
+        """Why the checkpoint's Agent has other shapes than this one (a flag given again that
+        shapes it, a layer's width), and what to give; None if it has the same."""
         saved = checkpoint["args"]
         ours = {name: tuple(value.shape) for name, value in self.agent.state_dict().items()}
         theirs = {name: tuple(value.shape) for name, value in checkpoint["agent"].items()}
-        if ours != theirs:  # a flag given again that shapes the Agent (a layer's width)
-            name = next(
-                n for n in sorted(ours.keys() | theirs.keys()) if ours.get(n) != theirs.get(n)
-            )
-            why = f"{name} is {theirs.get(name)} in {self.checkpoint}, {ours.get(name)} here"
-            given = [k for k, v in vars(self.args).items() if k in saved and saved[k] != v]
-            flags = [f"--{k.replace('_', '-')} {saved[k]}" for k in given if k != "resume"]
-            fix = f"give {', '.join(flags)} as in it" if flags else "its Agent is not these flags'"
-            fail(self.script, f"--resume: {why}: {fix}")
+        if ours == theirs:
+            return None
+        name = next(n for n in sorted(ours.keys() | theirs.keys()) if ours.get(n) != theirs.get(n))
+        why = f"{name} is {theirs.get(name)} in {self.checkpoint}, {ours.get(name)} here"
+        given = [k for k, v in vars(self.args).items() if k in saved and saved[k] != v]
+        flags = [f"--{k.replace('_', '-')} {saved[k]}" for k in given if k != "resume"]
+        fix = f"give {', '.join(flags)} as in it" if flags else "its Agent is not these flags'"
+        return f"{why}: {fix}"
+
+    def restore(self, checkpoint):
+        """The state() that checkpoint.pt holds, back in the agent, optimizer, envs and RNGs."""
+        saved = checkpoint["args"]
         if not all(weights.isfinite().all() for weights in checkpoint["agent"].values()):
             raise ValueError("the Agent's weights hold a NaN or inf")
         self.agent.load_state_dict(checkpoint["agent"])
@@ -360,9 +365,9 @@ class LongRun:
         try:  # WANDB_MODE=offline needs no account
             return importlib.import_module("wandb").init(**where, **how, sync_tensorboard=True)
         except ImportError:
-            fail(self.script, "--track needs wandb: pip install wandb")
+            self.fail("--track needs wandb: pip install wandb")
         except Exception as error:  # not logged in, no network, a bad project name
-            fail(self.script, f"--track: {error}; with no W&B account, set WANDB_MODE=offline")
+            self.fail(f"--track: {error}; with no W&B account, set WANDB_MODE=offline")
 
 
 def given_by(action, value):
@@ -375,9 +380,9 @@ def given_by(action, value):
         return False
 
 
-def lock(run_dir, script):
+def lock(run_dir, fail):
     """A file descriptor of run_dir, locked for this process: the kernel lets go when it ends
-    (by SIGKILL too). Where another process holds it (a --resume of it, say): one line."""
+    (by SIGKILL too). Where another process holds it (a --resume of it, say): fail's line."""
     try:
         fcntl = importlib.import_module("fcntl")  # POSIX; on Windows, no lock
     except ImportError:
@@ -387,7 +392,7 @@ def lock(run_dir, script):
         fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(folder)
-        fail(script, f"the run in {run_dir} is going on in another process; wait for its end")
+        fail(f"the run in {run_dir} is going on in another process; wait for its end")
     return folder
 
 
@@ -411,14 +416,15 @@ class Stoppable(gym.Wrapper):
 
 
 class EnvProcesses(gym.vector.VectorWrapper):
-    """--async-envs: a process for each env; one that fails or dies: a ChildProcessError that
-    names the env and the error (its traceback is the env's own: run without --async-envs)."""
+    """--async-envs: a process for each env; one that fails or dies: the script's
+    ChildProcessError (fail's) that names the env and the error (its traceback is the env's
+    own: run without --async-envs)."""
 
-    def __init__(self, env_id, kwargs, script):
-        self.script = script
+    def __init__(self, env_id, kwargs, fail):
+        self.fail = fail  # the script's: its errors are the script's own types
         self.env_id = env_id
         if "device" in gym.spec(env_id.split(":")[-1]).kwargs:  # envs/cartpole_torch.py's
-            fail(script, f"{env_id} steps in torch, in this process: give no --async-envs")
+            fail(f"{env_id} steps in torch, in this process: give no --async-envs")
         # SIGINT blocked while they start: they inherit the mask (across exec too), so a Ctrl-C
         # is never theirs; this process takes one that came meanwhile (a slow simulator's first
         # env is made here) once they have started, and stops them
@@ -448,10 +454,10 @@ class EnvProcesses(gym.vector.VectorWrapper):
         except Exception as error:  # raised in an env's process, or its pipe broke: it died
             self.close()
             what = f"{type(error).__name__}: {error or 'it ended'}"
-            message = f"a process of {self.env_id} failed: {what}; its traceback: no --async-envs"
-            raise ChildProcessError(f"{self.script}: error: {' '.join(message.split())}") from None
         finally:
             gym.logger.min_level = level
+        message = f"a process of {self.env_id} failed: {what}; its traceback: no --async-envs"
+        self.fail(message, ChildProcessError)  # here, not in the except: no chained traceback
 
     def close(self, **kwargs):  # at once: a stop may come mid-step, or find them dead
         for process in self.env.processes:

@@ -363,7 +363,37 @@ LONG_RUN_FLAGS = ("capture_video", "video_every", "checkpoint_every", "resume", 
 LONG_RUN_FLAGS += ("track", "wandb_entity")
 
 
-def library_safe(train):  # train() with its flags checked; threads, determinism: for the run
+class ScriptError(Exception):
+    """An error in the script's own words. Its message is the one line that the command line
+    prints, and `status` is the exit status. Any other error keeps its traceback (exit 1)."""
+
+    status = 1
+
+
+class Refusal(ScriptError, ValueError):
+    """Bad input, refused: exit status 2. A caller in Python catches it as a ValueError."""
+
+    status = 2
+
+
+class NotFinite(ScriptError, FloatingPointError):
+    """A NaN or inf in a loss, or from the env: the run cannot go on (exit status 1)."""
+
+
+class EnvProcessError(ScriptError, ChildProcessError):
+    """An env's process (--async-envs, in long_runs.py) failed or died (exit status 1)."""
+
+
+def fail(message, kind=ValueError):
+    """Raise the script's own error of this kind with the line "SCRIPT: error: message".
+    A ValueError is bad input (Refusal); the other two kinds stop a run that cannot go on."""
+    own = {ValueError: Refusal, FloatingPointError: NotFinite, ChildProcessError: EnvProcessError}
+    raise own[kind](f"{SCRIPT}: error: {' '.join(str(message).split())}")
+
+
+def library_safe(train):
+    """train() with its flags checked. Torch's threads and determinism are set for the run
+    and given back as the caller had them, however train() ends."""
 
     @functools.wraps(train)  # its name, docstring and source stay the lesson's
     def checked_train(args):
@@ -393,7 +423,8 @@ train = library_safe(train)
 
 
 def parse_args(argv=None):
-    """argv's flags (a list, or train()'s Namespace), else the command line's; bad: one line."""
+    """The flags of argv (a list, or train()'s Namespace), else of the command line. Bad ones
+    get argparse's one line: from Python (a notebook: give a list) in a ValueError."""
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
     if argv is not None:  # from Python: not argparse's usage and SystemExit
@@ -429,7 +460,9 @@ def parse_args(argv=None):
 
 
 def check_namespace(parser, args):
-    """train()'s Namespace, maybe edited by hand, checked as argparse checks a command line."""
+    """train()'s Namespace, maybe built or changed by hand, checked as argparse checks a
+    command line: every flag there, each a value the flag could give, else one line. Returns
+    a copy, with numpy's numbers as Python's."""
     given = {k: v.item() if isinstance(v, np.generic) else v for k, v in vars(args).items()}
     if odd := sorted(set(given) ^ {action.dest for action in parser._actions[1:]}):  # a typo?
         change = "make it with parse_args(), then change it"  # not another script's, say
@@ -448,7 +481,8 @@ def check_namespace(parser, args):
     return argparse.Namespace(**(given | plain))
 
 
-def checked(convert, ok, must_be):  # an argparse type: convert(text), refused unless ok(value)
+def checked(convert, ok, must_be):
+    """An argparse type: convert(text), refused unless ok(value). A nan fails every ok()."""
 
     def parse(text):
         if not ok(value := convert(text)):
@@ -466,7 +500,9 @@ nonnegative_float = checked(float, lambda x: x >= 0, "a number >= 0")
 unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
-def set_up(args):  # the run's directory (new, or --resume's), seeds (the envs': at reset), device
+def set_up(args):
+    """The run's directory (new, or --resume's), the seeds, and the device. The envs get
+    their seed at the first reset (Log.reset_seed)."""
     run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     if not args.run_dir and Path(f"runs/{run_name}").exists():  # this seed's, this second
         run_name += f"_{time.time_ns()}"
@@ -485,7 +521,9 @@ def set_up(args):  # the run's directory (new, or --resume's), seeds (the envs':
     return device, run_dir
 
 
-def compiles(device):  # whether torch.compile works here (a C++ compiler; Triton on a GPU)
+def compiles(device):
+    """Whether torch.compile works here (a C++ compiler; Triton on a GPU). A tiny compile
+    costs nothing a run can see; if it fails, one warning line, and the run goes on eager."""
     try:
         torch.compile(lambda x: x + 1)(torch.ones(1, device=device))
         return True
@@ -523,7 +561,9 @@ def find_spec(env_id):  # for gymnasium's "module:EnvId", importing module regis
 
 
 def make_env(args, device):
-    """The flags' envs, stepped together. Gymnasium 1.x resets one on the step AFTER its end."""
+    """The flags' envs, stepped together. Gymnasium 1.x resets one on the step AFTER its end.
+    They take torch actions and return numpy observations and rewards, which train() turns
+    into tensors itself (gymnasium's NumpyToTorch wrapper would need array_api_compat)."""
     env_id = args.env_id
     try:
         spec = find_spec(env_id)
@@ -536,7 +576,7 @@ def make_env(args, device):
     kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
     kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # if none: cut
     if args.async_envs:  # each env in a process of its own (long_runs.py)
-        envs = importlib.import_module("long_runs").EnvProcesses(env_id, kwargs, SCRIPT)
+        envs = importlib.import_module("long_runs").EnvProcesses(env_id, kwargs, fail)
     elif in_torch:  # an error from here on is the env's own: it keeps its traceback
         envs = gym.make_vec(env_id, num_envs=args.num_envs, device=device)
     else:
@@ -576,7 +616,8 @@ class Finite(gym.vector.VectorWrapper):
         return returned
 
 
-def make_eval_env(env_id, render_mode=None):  # for the evaluation: what training saw
+def make_eval_env(env_id, render_mode=None):
+    """One env for the final evaluation, which sees the observations that training saw."""
     steps = find_spec(env_id).max_episode_steps or 1000  # as in make_env
     env = gym.make(env_id, max_episode_steps=steps, render_mode=render_mode)
     if needs_flattening(env.observation_space, env_id):
@@ -587,7 +628,8 @@ def make_eval_env(env_id, render_mode=None):  # for the evaluation: what trainin
 
 
 @torch.no_grad()
-def evaluate(agent, env, episodes, seed, device):  # returns of episodes of greedy_action
+def evaluate(agent, env, episodes, seed, device):
+    """The returns of `episodes` episodes that take the lesson's greedy_action in every state."""
     returns = []
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
@@ -606,6 +648,8 @@ def evaluate(agent, env, episodes, seed, device):  # returns of episodes of gree
 class Log:
     """TensorBoard and the progress line of a run, and its end (long_runs.py's LongRun: more)."""
 
+    fail = staticmethod(fail)  # long_runs.py raises the script's own errors with it
+
     def __init__(self, args, run_dir, agent, optimizer, envs):
         self.script = SCRIPT  # the name its lines begin with, long_runs.py's too
         self.args = args
@@ -620,6 +664,7 @@ class Log:
         self.entropy = np.nan  # the last update's, for the progress line
         self.purge_step = None  # where TensorBoard's curves go on (a resumed run: after it)
         self.interrupted = None  # what stopped training: "SIGINT" (Ctrl-C), or "SIGTERM"
+        self.seeded = False  # whether the envs' first reset has had its seed
 
     def __enter__(self):
         """The run's folder, claimed at once (of two runs, one is refused); TensorBoard; clock."""
@@ -649,9 +694,21 @@ class Log:
     def iterations(self, num_iterations):  # 1 to N, on from the last update; --load-model: none
         return range(self.iteration + 1, 0 if self.args.load_model else num_iterations + 1)
 
-    def episodes(self, global_step, infos):  # the envs that ended an episode at this step
-        if "_episode" in infos:  # its return and length, written once per rollout, by update()
-            self.ended_episodes.append((global_step, infos["_episode"], infos["episode"]))
+    def reset_seed(self):
+        """The seed of the envs' first reset, then None: later resets go on with each env's
+        own random stream. A resumed run adds its steps, so that it plays new episodes."""
+        seed = None if self.seeded else self.args.seed + self.global_step
+        self.seeded = True
+        return seed
+
+    def episodes(self, global_step, infos, counted=None):
+        """The return and length of each episode that ended at this step, which update() logs.
+        counted (bool, one per env): the envs whose episodes count; None: all of them."""
+        if "_episode" in infos:
+            ended = infos["_episode"]
+            if counted is not None:  # reinforce.py's envs that idle until the rollout ends
+                ended = torch.as_tensor(ended, device=counted.device) & counted
+            self.ended_episodes.append((global_step, ended, infos["episode"]))
 
     def update(self, iteration, global_step, **losses):  # lr, SPS, losses/NAME; progress()
         self.iteration = iteration
@@ -720,7 +777,8 @@ class Log:
         return "no checkpoint to resume from"
 
 
-def start_log(args, run_dir, agent, optimizer, envs):  # a Log, or long_runs.py's LongRun
+def start_log(args, run_dir, agent, optimizer, envs):
+    """A Log; with a flag of long or watched runs, long_runs.py's LongRun, which extends it."""
     return long_run_class(args)(args, run_dir, agent, optimizer, envs)
 
 
@@ -738,7 +796,8 @@ def long_run_class(args):
     return type("LongRun", (long_runs.LongRun, Log), {})  # a Log that checkpoints, films, ...
 
 
-def load_weights(agent, path):  # --load-model: --save-model's file, or a checkpoint's; as data
+def load_weights(agent, path):
+    """--load-model: what --save-model wrote, or a checkpoint's "agent"; as data, never code."""
     try:
         saved = torch.load(path, "cpu", weights_only=True)
         agent.load_state_dict(saved.get("agent", saved))
@@ -771,12 +830,8 @@ def say(line):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def fail(message, kind=ValueError):
-    """Bad input: a ValueError of the line to print (exit 2); a run that cannot go on: exit 1."""
-    raise kind(f"{SCRIPT}: error: {' '.join(str(message).split())}")
-
-
-def check_finite(loss, iteration):  # a NaN or inf loss stops the run before the weights
+def check_finite(loss, iteration):
+    """Stop on a NaN or inf loss before it reaches the weights, naming the iteration."""
     if not torch.isfinite(loss):
         hint = "try a smaller --learning-rate"
         fail(f"loss is {loss.item()} at iteration {iteration}; {hint}", FloatingPointError)
@@ -786,13 +841,13 @@ if __name__ == "__main__":
     args = None  # parse_args()'s, once it has read the flags
     try:
         result = train(args := parse_args())
-    except Exception as error:  # the script's own words, in one line; any other error:
-        if not str(error).startswith(f"{SCRIPT}: error: "):  # the env's, numpy's, torch's
-            run = f"the run on {args.env_id}" if args else "reading the flags"
-            print(f"{SCRIPT}: error: {run} failed:", file=sys.stderr)
-            raise  # with its traceback, exit status 1
+    except ScriptError as error:  # the script's own words, in one line
         print(error, file=sys.stderr)
-        sys.exit(2 if isinstance(error, ValueError) else 1)  # 2: bad input; 1: the run failed
+        sys.exit(error.status)  # 2: bad input; 1: the run cannot go on
+    except Exception:  # the env's, numpy's or torch's error keeps its traceback (exit 1)
+        run = f"the run on {args.env_id}" if args else "reading the flags"
+        print(f"{SCRIPT}: error: {run} failed:", file=sys.stderr)
+        raise
     except KeyboardInterrupt:  # Ctrl-C before the loop (the envs, compiling) or after it
         result = dict(interrupted="SIGINT")
     if result["interrupted"] == "SIGINT":  # end as Ctrl-C ends a program: a shell says 130

@@ -335,8 +335,9 @@ def one_line_error(capsys, exc, script):
     """A refusal in one line that names the script: imported, the ValueError that train() or
     parse_args() raises (the command line prints it alone and exits 2); argparse's own errors
     exit 2 with that line too."""
-    err = str(exc.value) if exc.type is ValueError else capsys.readouterr().err.strip()
-    assert exc.type is ValueError or exc.value.code == 2
+    refused = issubclass(exc.type, ValueError)  # the script's Refusal
+    err = str(exc.value) if refused else capsys.readouterr().err.strip()
+    assert refused or exc.value.code == 2
     assert "\n" not in err and err.startswith(f"{script.path.name}: error:"), err
     return err
 
@@ -1997,6 +1998,9 @@ class Faulty(gym.Env):
             raise {"ValueError": ValueError, "RuntimeError": RuntimeError}[self.fault]("diverged")
         if self.steps == 3 and self.fault == "shape":
             obs = np.zeros(3, np.float32)
+        if self.steps == 3 and self.fault == "posing":  # in the words of a script's refusal
+            script = os.environ.get("POSING_AS") or os.path.basename(sys.argv[0])
+            raise ValueError(f"{script}: error: diverged")
         if self.steps == 3 and self.fault in ("nan_reward", "huge_reward"):
             reward = float("nan") if self.fault == "nan_reward" else 1e39  # inf in float32
         if self.steps == 3 and self.fault == "inf_obs":
@@ -2011,7 +2015,7 @@ class Faulty(gym.Env):
 
 
 faults = ("ValueError", "RuntimeError", "shape", "nan_reward", "inf_obs", "nan_reset", "init")
-faults += ("huge_reward",)
+faults += ("huge_reward", "posing")
 faults += ("sigint_made", "sigint_starting", "nan_eval", "nan_obs_eval", "sigterm_eval", "reset")
 for fault in faults:
     for box in (False, True):
@@ -2057,6 +2061,66 @@ def test_an_envs_own_error_is_not_bad_input_with_or_without_env_processes(tmp_pa
         else:
             assert lines[0] == f"ppo_gae.py: error: the run on {env_id} failed:", err
             assert lines[1] == "Traceback (most recent call last):" and why[fault] in lines[-1]
+
+
+def test_a_lone_copy_tells_bad_input_a_failed_run_and_the_envs_error_apart_by_type(tmp_path):
+    """A script alone in a folder (no long_runs.py): bad input is one line and exit 2, a run
+    that cannot go on one line and exit 1, and an env's own error a traceback and exit 1, even
+    when its message reads like the script's refusal ("ppo_gae.py: error: ...")."""
+    script = SCRIPTS[3]
+    shutil.copy(script.path, tmp_path)
+    (tmp_path / "faulty_envs.py").write_text(FAULTY_ENVS)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "POSING_AS")}
+    argv = [sys.executable, script.path.name, *flags("--num-envs 2 --num-steps 8 --env-id")]
+    runs = {}
+    for case, env_id in [
+        ("bad input", "NoSuchEnv-v0"),
+        ("NaN", "faulty_envs:Faulty_nan_reward-v0"),
+        ("the env's", "faulty_envs:Faulty_posing-v0"),
+    ]:
+        command = [*argv, env_id, "--run-dir", f"run_{len(runs)}"]
+        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+        runs[case] = (env_id, proc)
+    done = {
+        case: (env_id, *proc.communicate(timeout=300), proc.returncode)
+        for case, (env_id, proc) in runs.items()
+    }
+    _, _, err, code = done["bad input"]
+    assert code == 2 and err.startswith("ppo_gae.py: error: cannot make NoSuchEnv-v0: "), err
+    assert len(err.splitlines()) == 1, err
+    env_id, _, err, code = done["NaN"]
+    assert code == 1 and len(err.splitlines()) == 1, err
+    name = env_id.split(":")[1]
+    assert err.startswith(f"ppo_gae.py: error: {name} gave a NaN or inf reward at step 3"), err
+    env_id, _, err, code = done["the env's"]
+    lines = err.strip().splitlines()
+    assert code == 1 and lines[0] == f"ppo_gae.py: error: the run on {env_id} failed:", err
+    assert lines[1] == "Traceback (most recent call last):", err
+    assert lines[-1] == "ValueError: ppo_gae.py: error: diverged", err
+
+
+@by_name(SCRIPTS)
+def test_the_scripts_own_errors_carry_their_exit_status_by_type(script, tmp_path, monkeypatch):
+    """fail() raises the script's own types: a Refusal (a ValueError) for bad input, status 2;
+    a NotFinite (a FloatingPointError) for a run that cannot go on, status 1. An env's error
+    whose text reads like a refusal stays the env's: not a ScriptError."""
+    module = script.module
+    for kind, own, status in [
+        (ValueError, module.Refusal, 2),
+        (FloatingPointError, module.NotFinite, 1),
+        (ChildProcessError, module.EnvProcessError, 1),
+    ]:
+        with pytest.raises(kind) as exc:
+            module.fail("why,\n  in   words", kind)
+        assert type(exc.value) is own and isinstance(exc.value, module.ScriptError)
+        assert exc.value.status == status
+        assert str(exc.value) == f"{script.path.name}: error: why, in words"
+    monkeypatch.setenv("POSING_AS", script.path.name)
+    env_id = faulty(script, "posing", tmp_path, monkeypatch)
+    with pytest.raises(ValueError) as exc:
+        run(script, tmp_path, "--env-id", env_id, *flags("--num-envs 2 --num-steps 8"))
+    assert str(exc.value) == f"{script.path.name}: error: diverged"
+    assert not isinstance(exc.value, module.ScriptError)  # the command line: its traceback
 
 
 @by_name(SCRIPTS)
@@ -2337,7 +2401,7 @@ def test_a_run_going_on_in_one_process_is_refused_to_another(tmp_path):
     script = SCRIPTS[3]
     first = tiny(script, tmp_path, "--checkpoint-every", "128")
     kept = {path: path.read_bytes() for path in Path(first["run_dir"]).rglob("*") if path.is_file()}
-    held = long_runs.lock(first["run_dir"], "test")  # as a --resume of it in another process
+    held = long_runs.lock(first["run_dir"], script.module.fail)  # as a --resume in another process
     try:
         with pytest.raises(ValueError, match="is going on in another process; wait for its end$"):
             run(script, tmp_path, "--resume", first["run_dir"], "--total-timesteps", "640")
@@ -3336,8 +3400,9 @@ def test_resume_takes_the_saved_flags_and_those_given_again(script, tmp_path, ca
     for argv, says in refused.items():
         with pytest.raises((SystemExit, ValueError)) as exc:  # argparse's, or a refusal
             script.module.parse_args(argv.split())
-        err = str(exc.value) if exc.type is ValueError else capsys.readouterr().err.strip()
-        assert exc.type is ValueError or exc.value.code == 2, argv
+        refused = issubclass(exc.type, ValueError)  # the script's Refusal
+        err = str(exc.value) if refused else capsys.readouterr().err.strip()
+        assert refused or exc.value.code == 2, argv
         assert says in err and "Traceback" not in err, (argv, err)
         assert len(err.splitlines()) == 1 or err.startswith("usage:"), err
     if script.module is ppo_continuous:  # another critic's shapes do not load: which flag

@@ -1756,9 +1756,9 @@ def train_with(rung, student):
     try:
         result = module.train(args)
     except Exception as error:  # a function of the student's that breaks on train()'s inputs
-        if isinstance(error, ValueError) and str(error).startswith(f"{rung}.py: error: "):
-            print(one_line(error), file=sys.stderr)  # the script's own refusal: its one line
-            sys.exit(2)
+        if isinstance(error, module.Refusal):  # the script's own refusal of bad input
+            print(one_line(error), file=sys.stderr)  # its one line, and its exit status (2)
+            sys.exit(error.status)
         why = one_line(f"{type(error).__name__}: {error}", 200)
         print(
             f"{rung}.py: error: training stopped: {why}; check your functions: "
