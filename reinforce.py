@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
 """REINFORCE: the policy gradient with reward-to-go, on discrete actions.
 
-A network gives pi_theta(a|s). Play whole episodes with it, then step along the policy gradient
+A network gives the policy pi_theta(a|s). The script plays whole episodes with it, then takes
+a step along the policy gradient
 
     grad J(theta) = E[ sum_t grad log pi_theta(a_t|s_t) * G_t ]
     G_t = r_t + gamma * r_{t+1} + gamma^2 * r_{t+2} + ...   (reward-to-go)
 
 Autograd gives that gradient from the loss  L = -mean_t log pi_theta(a_t|s_t) * G_t.
-Each action is credited only with the rewards that came after it. With no critic
-to estimate what comes after a cut, every rollout is made of whole episodes.
+Each action is credited only with the rewards that came after it. Without a critic there is
+no estimate of the rewards after a rollout stops, so each rollout plays every episode to its end.
 
 Paper: Williams (1992), "Simple statistical gradient-following algorithms for
 connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 13.
@@ -28,7 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-try:  # Ctrl-C while these load (a second or two) ends the program quietly, as it does later
+# These imports take a second or two. A Ctrl-C meanwhile ends the program quietly.
+try:
     import gymnasium as gym
     import numpy as np
     import torch
@@ -37,14 +39,17 @@ try:  # Ctrl-C while these load (a second or two) ends the program quietly, as i
     from torch.utils.tensorboard import SummaryWriter
 except KeyboardInterrupt:
     if __name__ != "__main__":
-        raise  # imported: the caller's Ctrl-C
+        raise  # When this file is imported, the caller handles the Ctrl-C.
     sys.exit(130)
 
-ACTIONS = "Discrete"  # the policy's: a categorical over actions 0..n-1 (ppo_continuous.py: Box)
+# The policy draws Discrete actions 0..n-1 from a categorical; ppo_continuous.py draws Box ones.
+# The support code checks that the env's actions are of this kind.
+ACTIONS = "Discrete"
 
 
 def hyperparameters(parser):
-    """The algorithm's flags and their defaults; parse_args, below, adds those of the run."""
+    """Add the algorithm's flags and their defaults. parse_args(), below, adds the flags that
+    every run has (--cuda, --compile, --save-model, ...)."""
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
     arg("--seed", type=nonnegative_int, default=1, help="seed of python, numpy, torch and the envs")
@@ -57,12 +62,12 @@ def hyperparameters(parser):
 
 
 def flag_conflict(args):
-    """Why these flags' values cannot go together, in one line; None if they can."""
-    return None  # any values of them can (ppo_gae.py's minibatches have a rule)
+    """Return why these flags' values cannot go together, in one line, or None if they can."""
+    return None  # No two flags here conflict; ppo_gae.py adds a rule.
 
 
 class Agent(nn.Module):
-    """The policy: observation -> logits of a categorical distribution over actions."""
+    """The policy network maps an observation to the logits of a categorical over actions."""
 
     def __init__(self, obs_dim, n_actions, hidden=64):
         super().__init__()
@@ -75,24 +80,28 @@ class Agent(nn.Module):
         )
 
     def get_action(self, x, action=None):
-        """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy)."""
-        dist = Categorical(logits=self.actor(x), validate_args=False)  # no checks: faster
+        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy).
+        The log-prob and the entropy are (B,)."""
+        # validate_args=False skips the distribution's argument checks, which cost time.
+        dist = Categorical(logits=self.actor(x), validate_args=False)
         if action is None:
             action = dist.sample()
         return action, dist.log_prob(action), dist.entropy()
 
 
 def greedy_action(agent, obs):
-    """The final evaluation's action in obs, float32 (obs_dim,): the surest, argmax_a pi(a|s)."""
+    """Return the action that the final evaluation takes, argmax_a pi(a|obs).
+    obs is float32 (obs_dim,)."""
     return agent.actor(obs).argmax().item()
 
 
 def discounted_returns(rewards, dones, gamma, last_value=None):
     """Reward-to-go G_t = r_t + gamma * (1 - done_t) * G_{t+1}, with G_T = last_value.
 
-    Time runs along dim 0: rewards float32 (T, N), dones bool (T, N), gamma a float,
-    last_value None or float32 (N,). dones[t] is true when step t ended its episode, so
-    no reward flows back across the end of an episode.
+    Time runs along dim 0. rewards is float32 (T, N), dones is bool (T, N), gamma is a float,
+    and last_value is None (zeros) or float32 (N,). dones[t] is true when step t ended its
+    episode, so no reward flows back across the end of an episode. This script never passes
+    last_value, since its episodes end within the rollout; vpg.py passes V of the last state.
     """
     returns = torch.zeros_like(rewards)
     next_return = torch.zeros_like(rewards[0]) if last_value is None else last_value
@@ -103,32 +112,41 @@ def discounted_returns(rewards, dones, gamma, last_value=None):
 
 
 def reinforce_loss(logprobs, returns):
-    """L = -mean_t log pi(a_t|s_t) * G_t; its gradient is minus the policy gradient.
-    logprobs (carrying their graph) and returns: float32 (B,), one per step of the batch."""
+    """L = -mean_t log pi(a_t|s_t) * G_t, whose gradient is minus the policy gradient.
+
+    logprobs (which carries its graph) and returns are float32 (B,), one per step of the batch.
+    """
     return -(logprobs * returns).mean()
 
 
 def train(args):
-    device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
-    envs = make_env(args, device)  # --num-envs copies of --env-id, below
+    # set_up() makes the run's folder, seeds python, numpy and torch, and picks the device.
+    device, run_dir = set_up(args)
+    envs = make_env(args, device)  # make_env() steps --num-envs copies of --env-id together.
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    score = agent.get_action  # log pi(a|s) of a batch, in the update
-    if args.compile and compiles(device):  # one program, backward too (docs/results.md)
+    # The update scores the batch's actions with score(), which returns (a, log pi(a|s),
+    # entropy). With --compile, score() is a compiled agent.get_action, its backward pass too
+    # (docs/results.md), once compiles() has found that compiling works here.
+    score = agent.get_action
+    if args.compile and compiles(device):
         score = torch.compile(score, dynamic=True)
     log = start_log(args, run_dir, agent, optimizer, envs)  # TensorBoard and progress, below
     if args.load_model:  # evaluate saved weights (--save-model's): log.iterations() is empty
         load_weights(agent, args.load_model)
     global_step = log.global_step  # env steps taken so far
-    seed = args.seed + global_step  # of the first reset; a run going on: new episodes
-    with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
-        for iteration in log.iterations(args.total_timesteps):  # 1, 2, ...
-            if global_step >= args.total_timesteps:  # the step budget ends it, not a count
+
+    # A Ctrl-C ends the loop below, and log.finish() then ends the run with what was learned.
+    with log:
+        # log.iterations(n) counts iteration = 1, 2, ..., n. A rollout takes num_envs x num_steps
+        # env steps at least, so n = total_timesteps is only a bound; the step budget ends the loop.
+        for iteration in log.iterations(args.total_timesteps):
+            if global_step >= args.total_timesteps:
                 break
             # Rollout of whole episodes. Every env starts a new episode and plays at least
             # num_steps steps, then until its episode ends; after that it idles (valid=False).
-            next_obs, _ = envs.reset(seed=seed)
-            seed = None  # later resets go on with each env's own random stream
+            # The first reset has a seed (Log.reset_seed, below); later resets do not.
+            next_obs, _ = envs.reset(seed=log.reset_seed())
             obs = []
             actions = []
             rewards = []
@@ -137,9 +155,10 @@ def train(args):
             playing = torch.ones(args.num_envs, dtype=torch.bool, device=device)
             prev_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
             while playing.any():
-                # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
                 obs.append(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
-                valid.append(playing & ~prev_done)  # not a reset step (action ignored, reward 0)
+                # Gymnasium resets an env on the step after its episode ends. That reset step
+                # ignores the action and gives reward 0, so it is left out of the batch.
+                valid.append(playing & ~prev_done)
                 with torch.no_grad():
                     action, _, _ = agent.get_action(obs[-1])
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
@@ -149,12 +168,12 @@ def train(args):
                 actions.append(action)
                 rewards.append(torch.as_tensor(reward, dtype=torch.float32, device=device))
                 dones.append(prev_done)
-                playing &= ~(prev_done & (len(obs) >= args.num_steps))
-                if "_episode" in infos:  # the episodes it trains on, not those of an idle env
-                    infos["_episode"] = (
-                        torch.as_tensor(infos["_episode"], device=device) & valid[-1]
-                    )
-                log.episodes(global_step, infos)  # the return of each episode that just ended
+                # An env has finished once an episode ends after its first num_steps steps.
+                finished = prev_done & (len(obs) >= args.num_steps)
+                playing &= ~finished
+                # The log keeps the returns of ended episodes, but only of those in the batch
+                # (valid), not of those an idle env plays meanwhile.
+                log.episodes(global_step, infos, counted=valid[-1])
 
             # Reward-to-go for every step, then keep the steps of the policy's own episodes.
             returns = discounted_returns(torch.stack(rewards), torch.stack(dones), args.gamma)
@@ -162,7 +181,8 @@ def train(args):
             b_obs = torch.stack(obs)[mask]
             b_actions = torch.stack(actions)[mask]
             b_returns = returns[mask]
-            if args.normalize_returns and len(b_returns) > 1:  # one sample would become 0
+            # Normalizing needs two returns at least: one alone would become 0.
+            if args.normalize_returns and len(b_returns) > 1:
                 b_returns = (b_returns - b_returns.mean()) / (b_returns.std(correction=0) + 1e-8)
 
             # One gradient step on the whole batch.
@@ -174,14 +194,16 @@ def train(args):
             grad_norm = nn.utils.get_total_norm(p.grad for p in agent.actor.parameters())
             optimizer.step()
 
+            # Watch the loss, the policy's entropy and the norm of the gradient step.
             log.update(
                 iteration,
                 global_step,
                 policy_loss=loss,
                 entropy=entropy.mean(),
-                grad_norm=grad_norm,  # |g| of the policy step
+                grad_norm=grad_norm,
             )
-    return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
+    # The log writes its last lines, saves the model if --save-model, and runs the evaluation.
+    return log.finish(global_step)
 
 
 # ======== End of the lesson. Below: support code (flags, envs, logs, checks); skip it. ========

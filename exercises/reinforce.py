@@ -12,16 +12,19 @@ import torch
 def discounted_returns(rewards, dones, gamma, last_value=None):
     """Reward-to-go G_t = r_t + gamma * (1 - done_t) * G_{t+1}, with G_T = last_value.
 
-    Time runs along dim 0: rewards float32 (T, N), dones bool (T, N), gamma a float,
-    last_value None or float32 (N,). dones[t] is true when step t ended its episode, so
-    no reward flows back across the end of an episode.
+    Time runs along dim 0. rewards is float32 (T, N), dones is bool (T, N), gamma is a float,
+    and last_value is None (zeros) or float32 (N,). dones[t] is true when step t ended its
+    episode, so no reward flows back across the end of an episode. This script never passes
+    last_value, since its episodes end within the rollout; vpg.py passes V of the last state.
     """
     raise NotImplementedError("loop t from the last step back; reset at each episode's end")
 
 
 def reinforce_loss(logprobs, returns):
-    """L = -mean_t log pi(a_t|s_t) * G_t; its gradient is minus the policy gradient.
-    logprobs (carrying their graph) and returns: float32 (B,), one per step of the batch."""
+    """L = -mean_t log pi(a_t|s_t) * G_t, whose gradient is minus the policy gradient.
+
+    logprobs (which carries its graph) and returns are float32 (B,), one per step of the batch.
+    """
     raise NotImplementedError("minus the mean of log pi(a_t|s_t) * G_t")
 
 
