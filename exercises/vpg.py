@@ -8,10 +8,11 @@ Generated from vpg.py by exercises/make.py; the equations are in the docstrings.
 
 
 def vpg_loss(logprobs, values, returns):
-    """Policy loss -mean_t log pi(a_t|s_t) * A_t with A_t = G_t - V(s_t), and value loss.
+    """Return the policy loss -mean_t log pi(a_t|s_t) * A_t, with A_t = G_t - V(s_t), and the
+    value loss mean_t (G_t - V(s_t))^2.
 
-    The advantage is detached: the policy loss must not move the critic.
-    logprobs and values (both carrying their graph) and returns: float32 (B,).
+    logprobs and values (which both carry their graph) and returns are float32 (B,). The
+    advantage is detached, so the policy loss does not move the critic.
     """
     raise NotImplementedError("A = G - V, detached in the policy term; the value loss is the MSE")
 
