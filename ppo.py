@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-try:  # Ctrl-C while these load (a second or two) ends the program quietly, as it does later
+# These imports take a second or two. A Ctrl-C meanwhile ends the program quietly.
+try:
     import gymnasium as gym
     import numpy as np
     import torch
@@ -39,14 +40,17 @@ try:  # Ctrl-C while these load (a second or two) ends the program quietly, as i
     from torch.utils.tensorboard import SummaryWriter
 except KeyboardInterrupt:
     if __name__ != "__main__":
-        raise  # imported: the caller's Ctrl-C
+        raise  # When this file is imported, the caller handles the Ctrl-C.
     sys.exit(130)
 
-ACTIONS = "Discrete"  # the policy's: a categorical over actions 0..n-1 (ppo_continuous.py: Box)
+# The policy draws Discrete actions 0..n-1 from a categorical; ppo_continuous.py draws Box ones.
+# The support code checks that the env's actions are of this kind.
+ACTIONS = "Discrete"
 
 
 def hyperparameters(parser):
-    """The algorithm's flags and their defaults; parse_args, below, adds those of the run."""
+    """Add the algorithm's flags and their defaults. parse_args(), below, adds the flags that
+    every run has (--cuda, --compile, --save-model, ...)."""
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
     arg("--seed", type=nonnegative_int, default=1, help="seed of python, numpy, torch and the envs")
@@ -55,19 +59,20 @@ def hyperparameters(parser):
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
-    arg("--bootstrap-truncation", action=on_off, default=True, help="off shows the time-limit bug")
-    arg("--update-epochs", type=positive_int, default=10, help="policy steps per rollout")
+    arg("--bootstrap-truncation", action=on_off, default=True, help="off: a time limit ends G")
+    arg("--update-epochs", type=positive_int, default=10, help="full-batch policy steps a rollout")
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
 
 
 def flag_conflict(args):
-    """Why these flags' values cannot go together, in one line; None if they can."""
-    return None  # any values of them can (ppo_gae.py's minibatches have a rule)
+    """Return why these flags' values cannot go together, in one line, or None if they can."""
+    return None  # No two flags here conflict; ppo_gae.py adds a rule.
 
 
 class Agent(nn.Module):
-    """Actor: observation -> logits of pi(.|s). Critic: observation -> V(s). No shared weights."""
+    """The actor maps an observation to the logits of pi(.|s). The critic, which shares no
+    weights with it, maps the observation to V(s)."""
 
     def __init__(self, obs_dim, n_actions, hidden=64):
         super().__init__()
@@ -87,18 +92,22 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
+        """Return V(x), of shape (B, 1)."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy, V(x))."""
-        dist = Categorical(logits=self.actor(x), validate_args=False)  # no checks: faster
+        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
+        The log-prob and the entropy are (B,), and V(x) is (B, 1)."""
+        # validate_args=False skips the distribution's argument checks, which cost time.
+        dist = Categorical(logits=self.actor(x), validate_args=False)
         if action is None:
             action = dist.sample()
         return action, dist.log_prob(action), dist.entropy(), self.critic(x)
 
 
 def greedy_action(agent, obs):
-    """The final evaluation's action in obs, float32 (obs_dim,): the surest, argmax_a pi(a|s)."""
+    """Return the action that the final evaluation takes, argmax_a pi(a|obs).
+    obs is float32 (obs_dim,)."""
     return agent.actor(obs).argmax().item()
 
 
@@ -118,29 +127,39 @@ def discounted_returns(rewards, dones, gamma, last_value=None):
 
 def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
     """L_clip = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t), rho_t = pi / pi_old.
-    new_logprobs (carrying its graph), old_logprobs, advantages: float32 (B,); clip_coef a float."""
+
+    new_logprobs (which carries its graph), old_logprobs and advantages are float32 (B,), and
+    clip_coef (eps) is a float.
+    """
     ratio = (new_logprobs - old_logprobs).exp()
     clipped_ratio = ratio.clamp(1 - clip_coef, 1 + clip_coef)
     return -torch.min(ratio * advantages, clipped_ratio * advantages).mean()
 
 
 def value_loss(values, returns):
-    """L_V = mean_t (G_t - V(s_t))^2; values (carrying their graph) and returns: float32 (B,)."""
+    """L_V = mean_t (G_t - V(s_t))^2.
+
+    values (which carries its graph) and returns are float32 (B,).
+    """
     return ((returns - values) ** 2).mean()
 
 
 def train(args):
-    device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
-    envs = make_env(args, device)  # --num-envs copies of --env-id, below
+    # set_up() makes the run's folder, seeds python, numpy and torch, and picks the device.
+    device, run_dir = set_up(args)
+    envs = make_env(args, device)  # make_env() steps --num-envs copies of --env-id together.
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
-    # One Adam for both networks: a policy step only has gradients in the actor and a
-    # value step only in the critic, and Adam skips parameters that have none.
+    # One Adam serves both networks. A policy step has gradients only in the actor, a value
+    # step only in the critic, and Adam skips the parameters that have none.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    score = agent.get_action_and_value  # log pi(a|s) and V(s) of a batch, in the update
-    if args.compile and compiles(device):  # one program, backward too (docs/results.md)
+    # The update scores the batch's actions with score(), which returns (a, log pi(a|s),
+    # entropy, V(s)). With --compile, score() is a compiled agent.get_action_and_value, its
+    # backward pass too (docs/results.md), once compiles() has found that compiling works here.
+    score = agent.get_action_and_value
+    if args.compile and compiles(device):
         score = torch.compile(score, dynamic=True)
 
-    # Rollout storage, time-major: (num_steps, num_envs).
+    # The rollout's storage is time-major, of shape (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
     obs = torch.zeros(shape + envs.single_observation_space.shape, device=device)
     actions = torch.zeros(shape, dtype=torch.long, device=device)
@@ -156,35 +175,43 @@ def train(args):
         load_weights(agent, args.load_model)
     global_step = log.global_step  # env steps taken so far
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
-    with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
-        next_obs, _ = envs.reset(seed=args.seed + global_step)  # a run going on: new episodes
-        # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
+    # A Ctrl-C ends the loop below, and log.finish() then ends the run with what was learned.
+    with log:
+        # The first reset has a seed (Log.reset_seed, below).
+        next_obs, _ = envs.reset(seed=log.reset_seed())
         next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
         next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
-        for iteration in log.iterations(num_iterations):  # 1 to N
+        for iteration in log.iterations(num_iterations):  # iteration = 1, 2, ..., num_iterations
             for step in range(args.num_steps):
                 obs[step] = next_obs
-                valid[step] = ~next_done  # False at reset steps: action ignored, reward 0
+                # Gymnasium resets an env on the step after its episode ends. That reset step
+                # ignores the action and gives reward 0, so it is left out of the batch.
+                valid[step] = ~next_done
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
-                if not args.bootstrap_truncation:  # the ablation: take a time-limit cut for an end
+                # --no-bootstrap-truncation is the ablation that treats a time limit as a real end.
+                if not args.bootstrap_truncation:
                     terminated = terminated | truncated
                 terminations[step] = torch.as_tensor(terminated, device=device)
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
                 next_done = torch.as_tensor(terminated | truncated, device=device)
-                log.episodes(global_step, infos)  # the return of each episode that just ended
+                log.episodes(global_step, infos)  # The log keeps the returns of ended episodes.
 
-            # V(s_{t+1}) at every step: values' next row, V(next_obs) after the last.
-            # After a step that ends an episode, s_{t+1} is still its final observation.
+            # The returns need V(s_{t+1}) at every step. It is the next row of values, and
+            # V(next_obs) after the last row.
+            # After a step that ends an episode, the next row holds that episode's final
+            # observation, since the env resets only on the step after (the reset step).
             with torch.no_grad():
                 next_values = torch.cat([values[1:], agent.get_value(next_obs).view(1, -1)])
-            # A time limit cut the episode, not the task: complete its return with
-            # gamma * V(final observation). A termination adds nothing; nor does G cross it.
+            # A time limit cut the episode short, not the task, so its return is completed with
+            # gamma * V(final observation). A termination adds nothing. An episode ends where
+            # either flag is 1.0, and torch.maximum of the two flags says so; G does not flow
+            # back across that end.
             returns = discounted_returns(
                 rewards + args.gamma * truncations * next_values,
                 torch.maximum(terminations, truncations),
@@ -195,9 +222,10 @@ def train(args):
             # Keep the policy's own steps, not gymnasium's reset steps.
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_logprobs, b_values = logprobs[valid], values[valid]
-            if len(b_obs) == 0:  # every env was at a reset step (--num-steps 1): nothing to learn
+            # With --num-steps 1, every env may be at a reset step, and then nothing is learned.
+            if len(b_obs) == 0:
                 continue
-            b_advantages = b_returns - b_values  # A_t = G_t - V(s_t), fixed for every epoch
+            b_advantages = b_returns - b_values  # A_t = G_t - V(s_t) stays fixed for every epoch.
             for _ in range(args.update_epochs):
                 _, newlogprobs, entropy, newvalues = score(b_obs, b_actions)
                 policy_loss = ppo_loss(newlogprobs, b_logprobs, b_advantages, args.clip_coef)
@@ -206,7 +234,10 @@ def train(args):
                 policy_loss.backward()
                 grad_norm = nn.utils.get_total_norm(p.grad for p in agent.actor.parameters())
                 optimizer.step()
-                with torch.no_grad():  # how far the policy has moved from pi_old
+                # approx_kl estimates KL(pi_old, pi) from the batch as mean((rho - 1) - log rho),
+                # which is never negative (Schulman's "k3", joschu.net/blog/kl-approx.html).
+                # clipfrac is the fraction of samples whose ratio rho left [1 - eps, 1 + eps].
+                with torch.no_grad():
                     logratio = newlogprobs - b_logprobs
                     ratio = logratio.exp()
                     approx_kl = ((ratio - 1) - logratio).mean()
@@ -219,8 +250,10 @@ def train(args):
                 v_loss.backward()
                 optimizer.step()
 
-            # What to watch: the losses, and explained_variance = 1 - Var(G - V) / Var(G) (1: V(s)
-            # predicts the returns). Var divides by n, not n - 1: one sample gives 0 / 0, unlogged.
+            # Watch the losses and explained_variance = 1 - Var(G - V) / Var(G), which is 1 when
+            # V(s) predicts the returns exactly. Var divides by n, not n - 1, so a batch of one
+            # sample gives 0 / 0, which the log leaves out. grad_norm is the gradient's norm |g|
+            # in the last policy step.
             unexplained = (b_returns - b_values).var(correction=0)  # Var(G - V)
             log.update(
                 iteration,
@@ -228,12 +261,13 @@ def train(args):
                 policy_loss=policy_loss,
                 value_loss=v_loss,
                 entropy=entropy.mean(),
-                grad_norm=grad_norm,  # |g| of the last policy step
+                grad_norm=grad_norm,
                 approx_kl=approx_kl,
                 clipfrac=clipfrac,
                 explained_variance=1 - unexplained / b_returns.var(correction=0),
             )
-    return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
+    # The log writes its last lines, saves the model if --save-model, and runs the evaluation.
+    return log.finish(global_step)
 
 
 # ======== End of the lesson. Below: support code (flags, envs, logs, checks); skip it. ========

@@ -11,12 +11,18 @@ import torch
 
 def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
     """L_clip = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t), rho_t = pi / pi_old.
-    new_logprobs (carrying its graph), old_logprobs, advantages: float32 (B,); clip_coef a float."""
+
+    new_logprobs (which carries its graph), old_logprobs and advantages are float32 (B,), and
+    clip_coef (eps) is a float.
+    """
     raise NotImplementedError("ratio = exp(new - old); minus the mean of the min of the two terms")
 
 
 def value_loss(values, returns):
-    """L_V = mean_t (G_t - V(s_t))^2; values (carrying their graph) and returns: float32 (B,)."""
+    """L_V = mean_t (G_t - V(s_t))^2.
+
+    values (which carries its graph) and returns are float32 (B,).
+    """
     raise NotImplementedError("the mean squared error between returns and values")
 
 
