@@ -9,17 +9,18 @@ ppo.py plus what the PPO papers and codebases (Schulman et al.; Huang et al. 202
     L       = L_clip(A normalized per minibatch) + c_V * L_V - c_H * entropy
 
 GAE(lambda) trades bias for variance between the one-step TD error (lambda = 0) and the
-full return G_t - V(s_t) of ppo.py (lambda = 1). The update: --update-epochs passes of
-shuffled minibatches, one loss for actor and critic, an entropy bonus, optional value
-clipping, gradient-norm clipping, lr annealed to 0, orthogonal init, Adam eps 1e-5.
+full return G_t - V(s_t) of ppo.py (lambda = 1). The update makes --update-epochs passes over
+shuffled minibatches with one loss for actor and critic. It adds an entropy bonus, optional
+value clipping, gradient-norm clipping, a learning rate annealed to 0, orthogonal
+initialization and an Adam eps of 1e-5.
 
 Papers: Schulman et al. (2016), "High-Dimensional Continuous Control Using Generalized
 Advantage Estimation", arXiv:1506.02438; Schulman et al. (2017), arXiv:1707.06347.
 
     python ppo_gae.py                                     # CartPole-v1, solved in ~10 s
-    python ppo_gae.py --env-id Acrobot-v1 --ent-coef 0.01 --total-timesteps 100000  # > -100
+    python ppo_gae.py --env-id Acrobot-v1 --ent-coef 0.01 --total-timesteps 100000  # return > -100
     python ppo_gae.py --env-id envs.cartpole_torch:CartPoleTorch-v1 --cuda  # on the GPU
-    tensorboard --logdir runs      # more envs and their flags: docs/results.md
+    tensorboard --logdir runs      # docs/results.md has more envs and their flags
 """
 
 import argparse
@@ -32,7 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-try:  # Ctrl-C while these load (a second or two) ends the program quietly, as it does later
+# These imports take a second or two. A Ctrl-C meanwhile ends the program quietly.
+try:
     import gymnasium as gym
     import numpy as np
     import torch
@@ -41,14 +43,17 @@ try:  # Ctrl-C while these load (a second or two) ends the program quietly, as i
     from torch.utils.tensorboard import SummaryWriter
 except KeyboardInterrupt:
     if __name__ != "__main__":
-        raise  # imported: the caller's Ctrl-C
+        raise  # When this file is imported, the caller handles the Ctrl-C.
     sys.exit(130)
 
-ACTIONS = "Discrete"  # the policy's: a categorical over actions 0..n-1 (ppo_continuous.py: Box)
+# The policy draws Discrete actions 0..n-1 from a categorical; ppo_continuous.py draws Box ones.
+# The support code checks that the env's actions are of this kind.
+ACTIONS = "Discrete"
 
 
 def hyperparameters(parser):
-    """The algorithm's flags and their defaults; parse_args, below, adds those of the run."""
+    """Add the algorithm's flags and their defaults. parse_args(), below, adds the flags that
+    every run has (--cuda, --compile, --save-model, ...)."""
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--env-id", default="CartPole-v1", help="Gymnasium env id, with Discrete actions")
     arg("--seed", type=nonnegative_int, default=1, help="seed of python, numpy, torch and the envs")
@@ -57,23 +62,23 @@ def hyperparameters(parser):
     arg("--num-steps", type=positive_int, default=32, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=5e-3, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
-    arg("--bootstrap-truncation", action=on_off, default=True, help="off shows the time-limit bug")
+    arg("--bootstrap-truncation", action=on_off, default=True, help="off: a time limit ends G")
     arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
     arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
     arg("--num-minibatches", type=positive_int, default=1, help="minibatches per epoch")
     arg("--update-epochs", type=positive_int, default=10, help="passes over each rollout")
-    arg("--normalize-advantages", action=on_off, default=True, help="per-minibatch A to N(0, 1)")
+    arg("--normalize-advantages", action=on_off, default=True, help="standardize A per minibatch")
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--clip-vloss", action=on_off, default=False, help="clip V around its old values too")
     arg("--ent-coef", type=nonnegative_float, default=0.0, help="weight c_H of the entropy bonus")
     arg("--anneal-ent", action=on_off, default=False, help="decay c_H linearly to 0 as well")
     arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
-    arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
+    arg("--target-kl", type=positive_float, default=None, help="stop epochs at approx_kl above it")
 
 
 def flag_conflict(args):
-    """Why these flags' values cannot go together, in one line; None if they can."""
+    """Return why these flags' values cannot go together, in one line, or None if they can."""
     if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
         return f"--num-envs x --num-steps = {batch} does not split into --num-minibatches"
     if args.anneal_ent and args.ent_coef == 0:
@@ -82,14 +87,16 @@ def flag_conflict(args):
 
 
 def layer_init(layer, std=2**0.5, bias=0.0):
-    """Orthogonal weights of gain `std`, constant bias: the usual PPO initialization."""
+    """Give the layer orthogonal weights of gain `std` and a constant bias, as the PPO
+    codebases do. CleanRL names the gain `std` too."""
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, bias)
     return layer
 
 
 class Agent(nn.Module):
-    """Actor: observation -> logits of pi(.|s). Critic: observation -> V(s). No shared weights."""
+    """The actor maps an observation to the logits of pi(.|s). The critic, which shares no
+    weights with it, maps the observation to V(s)."""
 
     def __init__(self, obs_dim, n_actions, hidden=64):
         super().__init__()
@@ -98,7 +105,7 @@ class Agent(nn.Module):
             nn.Tanh(),
             layer_init(nn.Linear(hidden, hidden)),
             nn.Tanh(),
-            layer_init(nn.Linear(hidden, n_actions), std=0.01),  # start near uniform
+            layer_init(nn.Linear(hidden, n_actions), std=0.01),  # The policy starts near uniform.
         )
         self.critic = nn.Sequential(
             layer_init(nn.Linear(obs_dim, hidden)),
@@ -109,24 +116,30 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
+        """Return V(x), of shape (B, 1)."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy, V(x))."""
-        dist = Categorical(logits=self.actor(x), validate_args=False)  # no checks: faster
+        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
+        The log-prob and the entropy are (B,), and V(x) is (B, 1)."""
+        # validate_args=False skips the distribution's argument checks, which cost time.
+        dist = Categorical(logits=self.actor(x), validate_args=False)
         if action is None:
             action = dist.sample()
         return action, dist.log_prob(action), dist.entropy(), self.critic(x)
 
 
 def greedy_action(agent, obs):
-    """The final evaluation's action in obs, float32 (obs_dim,): the surest, argmax_a pi(a|s)."""
+    """Return the action that the final evaluation takes, argmax_a pi(a|obs).
+    obs is float32 (obs_dim,)."""
     return agent.actor(obs).argmax().item()
 
 
 def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
-    """Generalized advantage estimates and the value targets, time along dim 0.
-    Every tensor is float32 (T, N), terminated and episode_end 0.0 or 1.0; gamma, gae_lambda floats.
+    """Return the generalized advantage estimates and the value targets, time along dim 0.
+
+    Every tensor is float32 (T, N); terminated and episode_end hold 0.0 or 1.0, and gamma and
+    gae_lambda are floats.
 
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
     A_t     = delta_t + gamma * lambda * (1 - episode_end_t) * A_{t+1},  A_T = 0
@@ -155,9 +168,14 @@ def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
 
 
 def value_loss(values, returns, old_values=None, clip_coef=None):
-    """L_V = mean_t (R_t - V(s_t))^2. With old_values and clip_coef, the elementwise max of
-    that and (R_t - V_clip)^2, V_clip = V_old + clip(V - V_old, -eps, eps), as in PPO2.
-    values (carrying their graph), returns, old_values or None: float32 (B,); clip_coef a float."""
+    """L_V = mean_t (R_t - V(s_t))^2, the mean squared error.
+
+    R_t = A_t + V_old(s_t) is GAE's value target (compute_gae's returns). With old_values and
+    clip_coef, L_V is the mean of the elementwise max of (R_t - V(s_t))^2 and (R_t - V_clip)^2,
+    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2; eps is
+    --clip-coef, the policy's clip range, used on the values' scale. values (which carries its
+    graph), returns and old_values (or None) are float32 (B,), and clip_coef is a float.
+    """
     loss = (returns - values) ** 2
     if old_values is not None and clip_coef is not None:
         clipped_values = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
@@ -166,17 +184,24 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
 
 
 def train(args):
-    device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
-    envs = make_env(args, device)  # --num-envs copies of --env-id, below
+    # set_up() makes the run's folder, seeds python, numpy and torch, and picks the device.
+    device, run_dir = set_up(args)
+    envs = make_env(args, device)  # make_env() steps --num-envs copies of --env-id together.
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
-    # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
+    # Adam's eps is 1e-5, as in the PPO codebases. fused=True updates all the parameters in
+    # one kernel, which is about 20% faster here.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
     def gradients(mb_obs, mb_actions, mb_logprobs, mb_advantages, mb_returns, mb_values, ent_coef):
-        """L = L_clip + c_V L_V - c_H H on a minibatch, one loss for actor and critic, and its
-        gradients, clipped to a global norm. Returns L, its terms, new log-probs, |g| unclipped."""
+        """Build the loss L = L_clip + c_V * L_V - c_H * H of a minibatch, one loss for actor and
+        critic, run its backward pass, and clip the gradients to a global norm. This is the
+        update's minibatch step, which --compile compiles. Return L, the policy loss, the value
+        loss, the entropy of each sample (B,), the new log-probs (detached) and the gradient's
+        norm |g| before clipping."""
         _, newlogprobs, entropy, newvalues = agent.get_action_and_value(mb_obs, mb_actions)
-        if args.normalize_advantages and len(mb_advantages) > 1:  # to N(0, 1); 1 sample: 0
+        # The advantages are standardized to mean 0 and std 1 in each minibatch. A single
+        # sample would become 0, so it is left as it is.
+        if args.normalize_advantages and len(mb_advantages) > 1:
             std = mb_advantages.std(correction=0)
             mb_advantages = (mb_advantages - mb_advantages.mean()) / (std + 1e-8)
         policy_loss = ppo_loss(newlogprobs, mb_logprobs, mb_advantages, args.clip_coef)
@@ -188,11 +213,12 @@ def train(args):
         grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
         return loss, policy_loss, v_loss, entropy, newlogprobs.detach(), grad_norm
 
-    # --compile: gradients() as one compiled program, its backward pass too (docs/results.md)
+    # With --compile, gradients() runs as one compiled program, its backward pass too
+    # (docs/results.md), once compiles() has found that compiling works here.
     if args.compile and compiles(device):
         gradients = torch.compile(gradients, dynamic=True)
 
-    # Rollout storage, time-major: (num_steps, num_envs).
+    # The rollout's storage is time-major, of shape (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
     obs = torch.zeros(shape + envs.single_observation_space.shape, device=device)
     actions = torch.zeros(shape, dtype=torch.long, device=device)
@@ -208,83 +234,111 @@ def train(args):
         load_weights(agent, args.load_model)
     global_step = log.global_step  # env steps taken so far
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
-    with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
-        next_obs, _ = envs.reset(seed=args.seed + global_step)  # a run going on: new episodes
-        # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
+    # A Ctrl-C ends the loop below, and log.finish() then ends the run with what was learned.
+    with log:
+        # The first reset has a seed (Log.reset_seed, below).
+        next_obs, _ = envs.reset(seed=log.reset_seed())
         next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
         next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
-        for iteration in log.iterations(num_iterations):  # 1 to N
-            frac = 1 - (iteration - 1) / num_iterations  # 1 at the first update, 1/N at the last
-            if args.anneal_lr:  # the learning rate decays linearly towards 0
+        for iteration in log.iterations(num_iterations):  # iteration = 1, 2, ..., num_iterations
+            # frac is 1 at the first update and 1/N at the last.
+            frac = 1 - (iteration - 1) / num_iterations
+            if args.anneal_lr:  # The learning rate decays linearly toward 0.
                 optimizer.param_groups[0]["lr"] = args.learning_rate * frac
-            ent_coef = args.ent_coef * (frac if args.anneal_ent else 1)  # explore, then act sharply
+            # With --anneal-ent the entropy bonus decays too, so the policy explores first and
+            # acts sharply later.
+            ent_coef = args.ent_coef * (frac if args.anneal_ent else 1)
             for step in range(args.num_steps):
                 obs[step] = next_obs
-                valid[step] = ~next_done  # False at reset steps: action ignored, reward 0
+                # Gymnasium resets an env on the step after its episode ends. That reset step
+                # ignores the action and gives reward 0, so it is left out of the batch.
+                valid[step] = ~next_done
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
-                if not args.bootstrap_truncation:  # the ablation: take a time-limit cut for an end
+                # --no-bootstrap-truncation is the ablation that treats a time limit as a real end.
+                if not args.bootstrap_truncation:
                     terminated = terminated | truncated
                 terminations[step] = torch.as_tensor(terminated, device=device)
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
                 next_done = torch.as_tensor(terminated | truncated, device=device)
-                log.episodes(global_step, infos)  # the return of each episode that just ended
+                log.episodes(global_step, infos)  # The log keeps the returns of ended episodes.
 
-            # GAE needs V(s_{t+1}) at every step: values' next row, V(next_obs) after the last.
-            # After a step that ends an episode, s_{t+1} is still its final observation.
+            # GAE needs V(s_{t+1}) at every step. It is the next row of values, and V(next_obs)
+            # after the last row.
+            # After a step that ends an episode, the next row holds that episode's final
+            # observation, since the env resets only on the step after (the reset step).
             with torch.no_grad():
                 next_values = torch.cat([values[1:], agent.get_value(next_obs).view(1, -1)])
-            # A truncated step bootstraps with V(final observation), a terminated one does not;
-            # after either, A_t does not flow back from the next episode.
+            # A truncated step bootstraps with V(final observation), a terminated one does not.
+            # An episode ends where either flag is 1.0, and torch.maximum of the two flags says
+            # so; A_t does not flow back across that end from the next episode.
             episode_end = torch.maximum(terminations, truncations)
             advantages, returns = compute_gae(
                 rewards, values, next_values, terminations, episode_end, args.gamma, args.gae_lambda
             )
 
-            # Keep the policy's own steps, not gymnasium's reset steps (batch: gradients()' order)
+            # Keep the policy's own steps, not gymnasium's reset steps.
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
-            if len(b_obs) == 0:  # every env was at a reset step (--num-steps 1): nothing to learn
+            # With --num-steps 1, every env may be at a reset step, and then nothing is learned.
+            if len(b_obs) == 0:
                 continue
-            batch = b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values
             clipfracs = []
             for _ in range(args.update_epochs):
-                # Without reset steps the batch can be smaller than num_envs x num_steps.
+                # Once the reset steps are dropped, the batch can be smaller than num_envs x
+                # num_steps, so tensor_split(n) cuts it into n minibatches whose sizes differ by
+                # one at most. mb holds the indices of one minibatch.
                 shuffled = torch.randperm(len(b_obs), device=device)
                 for mb in shuffled.tensor_split(min(args.num_minibatches, len(b_obs))):
                     loss, policy_loss, v_loss, entropy, newlogprobs, grad_norm = gradients(
-                        *[x[mb] for x in batch], ent_coef
+                        b_obs[mb],
+                        b_actions[mb],
+                        b_logprobs[mb],
+                        b_advantages[mb],
+                        b_returns[mb],
+                        b_values[mb],
+                        ent_coef,
                     )
-                    check_finite(loss, iteration)  # before the step reaches the weights
+                    # A NaN or inf loss stops the run here, before the step reaches the weights.
+                    check_finite(loss, iteration)
                     optimizer.step()
-                    with torch.no_grad():  # how far the policy has moved from pi_old
+                    # approx_kl estimates KL(pi_old, pi) from the minibatch, before its step, as
+                    # mean((rho - 1) - log rho), which is never negative (Schulman's "k3",
+                    # joschu.net/blog/kl-approx.html). clipfrac is the fraction of samples whose
+                    # ratio rho left [1 - eps, 1 + eps].
+                    with torch.no_grad():
                         logratio = newlogprobs - b_logprobs[mb]
                         ratio = logratio.exp()
                         approx_kl = ((ratio - 1) - logratio).mean()
                         clipfracs.append(((ratio - 1).abs() > args.clip_coef).float().mean())
+                # With --target-kl, the epochs stop once the last minibatch's approx_kl exceeds
+                # it, since the policy has then moved far enough from pi_old.
                 if args.target_kl is not None and approx_kl > args.target_kl:
-                    break  # the policy has moved far enough on this batch
+                    break
 
-            # What to watch: the losses, and explained_variance = 1 - Var(G - V) / Var(G) (1: V(s)
-            # predicts the returns). Var divides by n, not n - 1: one sample gives 0 / 0, unlogged.
-            unexplained = (b_returns - b_values).var(correction=0)  # Var(G - V)
+            # Watch the losses and explained_variance = 1 - Var(R - V) / Var(R), which is 1 when
+            # V(s) predicts the value targets R = A + V exactly. Var divides by n, not n - 1, so a
+            # batch of one sample gives 0 / 0, which the log leaves out. grad_norm is the
+            # gradient's norm |g| in the last minibatch, before clipping.
+            unexplained = (b_returns - b_values).var(correction=0)  # Var(R - V)
             log.update(
                 iteration,
                 global_step,
                 policy_loss=policy_loss,
                 value_loss=v_loss,
                 entropy=entropy.mean(),
-                grad_norm=grad_norm,  # |g| of the last minibatch, before clipping
+                grad_norm=grad_norm,
                 approx_kl=approx_kl,
                 clipfrac=torch.stack(clipfracs).mean(),
                 explained_variance=1 - unexplained / b_returns.var(correction=0),
             )
-    return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
+    # The log writes its last lines, saves the model if --save-model, and runs the evaluation.
+    return log.finish(global_step)
 
 
 # ======== End of the lesson. Below: support code (flags, envs, logs, checks); skip it. ========

@@ -10,8 +10,10 @@ import torch
 
 
 def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
-    """Generalized advantage estimates and the value targets, time along dim 0.
-    Every tensor is float32 (T, N), terminated and episode_end 0.0 or 1.0; gamma, gae_lambda floats.
+    """Return the generalized advantage estimates and the value targets, time along dim 0.
+
+    Every tensor is float32 (T, N); terminated and episode_end hold 0.0 or 1.0, and gamma and
+    gae_lambda are floats.
 
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
     A_t     = delta_t + gamma * lambda * (1 - episode_end_t) * A_{t+1},  A_T = 0
@@ -25,9 +27,14 @@ def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, ga
 
 
 def value_loss(values, returns, old_values=None, clip_coef=None):
-    """L_V = mean_t (R_t - V(s_t))^2. With old_values and clip_coef, the elementwise max of
-    that and (R_t - V_clip)^2, V_clip = V_old + clip(V - V_old, -eps, eps), as in PPO2.
-    values (carrying their graph), returns, old_values or None: float32 (B,); clip_coef a float."""
+    """L_V = mean_t (R_t - V(s_t))^2, the mean squared error.
+
+    R_t = A_t + V_old(s_t) is GAE's value target (compute_gae's returns). With old_values and
+    clip_coef, L_V is the mean of the elementwise max of (R_t - V(s_t))^2 and (R_t - V_clip)^2,
+    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2; eps is
+    --clip-coef, the policy's clip range, used on the values' scale. values (which carries its
+    graph), returns and old_values (or None) are float32 (B,), and clip_coef is a float.
+    """
     raise NotImplementedError(
         "the MSE; with old_values and clip_coef, the max of it and the clipped one"
     )
