@@ -1,23 +1,32 @@
 # SPDX-License-Identifier: MIT
 """PPO for continuous actions: ppo_gae.py with a diagonal Gaussian policy, normalized inputs.
 
-    pi_theta(a|s) = N(a; mu_theta(s), diag(sigma^2)),  log sigma a learned vector (no s)
+    pi_theta(a|s) = N(a; mu_theta(s), diag(sigma^2)),  log sigma a learned vector, free of s
     log pi(a|s) = sum_i [ -(a_i - mu_i)^2 / (2 sigma_i^2) - log sigma_i - log(2 pi) / 2 ]
     entropy     = sum_i [ log sigma_i + (1 + log(2 pi)) / 2 ]
 
-The loss scores the sampled action a; the env gets it clipped to its bounds. Observations are
-normalized by running mean and variance (kept in the Agent: --save-model saves them, evaluation
-freezes them), rewards divided by the running std of the discounted return (one scale of value
-targets in any env); both are clipped to +-10. A wider critic (--critic-hidden) fits V better.
-The learning rate decays linearly to 0, or with --lr-target-kl follows each update's KL(pi_old,
-pi) as in rsl_rl: / 1.5 above 2x the target, x 1.5 below half of it, never above its start.
+The loss scores the sampled action a, and the env gets it clipped to its bounds. Observations
+are normalized by their running mean and variance. The Agent keeps these statistics, so
+--save-model saves them, and the evaluation freezes them. Rewards are divided by the running
+std of the discounted return, so the value targets have one scale in any env. Both are clipped
+to +-10. A wider critic (--critic-hidden) fits V better.
 
-Papers (arXiv): Schulman et al. 1707.06347; Andrychowicz et al. 2006.05990; Rudin et al. 2109.11978.
+The learning rate decays linearly to 0. With --lr-target-kl it follows each update's
+KL(pi_old, pi) instead, as the rsl_rl library does: it is divided by 1.5 when the KL is above
+twice the target, multiplied by 1.5 when it is below half of it, and never rises above
+--learning-rate.
+
+Papers: Schulman et al. (2017), "Proximal Policy Optimization Algorithms", arXiv:1707.06347;
+Andrychowicz et al. (2020), "What Matters In On-Policy Reinforcement Learning?",
+arXiv:2006.05990, for the normalizations and the initial sigma; Rudin et al. (2021),
+"Learning to Walk in Minutes Using Massively Parallel Deep Reinforcement Learning",
+arXiv:2109.11978, for the learning rate that follows the KL.
 
     python ppo_continuous.py                              # Pendulum-v1
     python ppo_continuous.py --env-id HalfCheetah-v5 --total-timesteps 1000000 --num-envs 8 \
-        --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99 --log-std-init \
-        -0.5 --critic-hidden 256 --no-anneal-lr --lr-target-kl 0.02  # MuJoCo: docs/results.md
+        --num-steps 256 --num-minibatches 32 --learning-rate 3e-4 --gamma 0.99 \
+        --log-std-init -0.5 --critic-hidden 256 --no-anneal-lr --lr-target-kl 0.02
+    (MuJoCo's envs and their flags: docs/results.md)
 """
 
 import argparse
@@ -30,7 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-try:  # Ctrl-C while these load (a second or two) ends the program quietly, as it does later
+# These imports take a second or two. A Ctrl-C meanwhile ends the program quietly.
+try:
     import gymnasium as gym
     import numpy as np
     import torch
@@ -39,16 +49,20 @@ try:  # Ctrl-C while these load (a second or two) ends the program quietly, as i
     from torch.utils.tensorboard import SummaryWriter
 except KeyboardInterrupt:
     if __name__ != "__main__":
-        raise  # imported: the caller's Ctrl-C
+        raise  # When this file is imported, the caller handles the Ctrl-C.
     sys.exit(130)
 
-ACTIONS = "Box"  # the policy's: a Gaussian on each dimension of a flat Box (ppo_gae.py: Discrete)
+# The policy draws Box actions, a Gaussian on each dimension of a flat Box; ppo_gae.py draws
+# Discrete ones. The support code checks that the env's actions are of this kind.
+ACTIONS = "Box"
 
 
 def hyperparameters(parser):
-    """The algorithm's flags and their defaults; parse_args, below, adds those of the run."""
+    """Add the algorithm's flags and their defaults. parse_args(), below, adds the flags that
+    every run has (--cuda, --compile, --save-model, ...)."""
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
-    log_sigma = checked(float, lambda x: -20 <= x <= 20, "in [-20, 20]")  # sigma: 2e-9 to 5e8
+    # log_sigma_type is an argparse type: a float in [-20, 20], so sigma = e^x is in [2e-9, 5e8].
+    log_sigma_type = checked(float, lambda x: -20 <= x <= 20, "in [-20, 20]")
     arg("--env-id", default="Pendulum-v1", help="Gymnasium env id, with Box actions")
     arg("--seed", type=nonnegative_int, default=1, help="seed of python, numpy, torch and the envs")
     arg("--total-timesteps", type=positive_int, default=150_000, help="env steps to train for")
@@ -56,26 +70,26 @@ def hyperparameters(parser):
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=1e-3, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.9, help="discount factor")
-    arg("--bootstrap-truncation", action=on_off, default=True, help="off shows the time-limit bug")
+    arg("--bootstrap-truncation", action=on_off, default=True, help="off: a time limit ends G")
     arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
     arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
     arg("--num-minibatches", type=positive_int, default=8, help="minibatches per epoch")
     arg("--update-epochs", type=positive_int, default=10, help="passes over each rollout")
-    arg("--normalize-advantages", action=on_off, default=True, help="per-minibatch A to N(0, 1)")
+    arg("--normalize-advantages", action=on_off, default=True, help="standardize A per minibatch")
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--clip-vloss", action=on_off, default=False, help="clip V around its old values too")
-    arg("--log-std-init", type=log_sigma, default=0.0, help="log sigma of the policy at the start")
+    arg("--log-std-init", type=log_sigma_type, default=0.0, help="the policy's log sigma at first")
     arg("--critic-hidden", type=positive_int, default=64, help="units in each critic layer")
     arg("--ent-coef", type=nonnegative_float, default=0.0, help="weight c_H of the entropy bonus")
     arg("--anneal-ent", action=on_off, default=False, help="decay c_H linearly to 0 as well")
     arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
-    arg("--target-kl", type=positive_float, default=None, help="stop epochs once approx KL > it")
-    arg("--lr-target-kl", type=positive_float, default=None, help="adapt lr (<= start) to this KL")
+    arg("--target-kl", type=positive_float, default=None, help="stop epochs at approx_kl above it")
+    arg("--lr-target-kl", type=positive_float, default=None, help="the KL that the lr adapts to")
 
 
 def flag_conflict(args):
-    """Why these flags' values cannot go together, in one line; None if they can."""
+    """Return why these flags' values cannot go together, in one line, or None if they can."""
     if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
         return f"--num-envs x --num-steps = {batch} does not split into --num-minibatches"
     if args.anneal_ent and args.ent_coef == 0:
@@ -86,20 +100,24 @@ def flag_conflict(args):
 
 
 def layer_init(layer, std=2**0.5, bias=0.0):
-    """Orthogonal weights of gain `std`, constant bias: the usual PPO initialization."""
+    """Give the layer orthogonal weights of gain `std` and a constant bias, as the PPO
+    codebases do. CleanRL names the gain `std` too."""
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, bias)
     return layer
 
 
 class RunningNorm(nn.Module):
-    """x -> clip((x - mean) / sqrt(var + 1e-8), -10, 10), with the running mean and variance
-    of every x passed to update(). They are buffers: saved with the weights, not trained."""
+    """Normalize x to clip((x - mean) / sqrt(var + 1e-8), -10, 10), where mean and var are the
+    running statistics of every x passed to update(). They are buffers, which are saved with
+    the weights and are not trained."""
 
     def __init__(self, shape):
         super().__init__()
         self.register_buffer("mean", torch.zeros(shape))
         self.register_buffer("var", torch.ones(shape))
+        # count starts at 1e-4, not 0, so the first update does not divide by zero and gives
+        # the initial mean and variance almost no weight.
         self.register_buffer("count", torch.tensor(1e-4))
 
     def update(self, x):
@@ -109,8 +127,10 @@ class RunningNorm(nn.Module):
         batch_count = x.shape[0]
         delta, total = batch_mean - self.mean, self.count + batch_count
         self.mean += delta * batch_count / total
-        moments = self.var * self.count + batch_var * batch_count  # sums of squared deviations
-        self.var = (moments + delta**2 * self.count * batch_count / total) / total
+        # squared_deviations sums the squared deviations of the old data and of x, each
+        # around its own mean; delta**2 * ... adds what the two means' gap contributes.
+        squared_deviations = self.var * self.count + batch_var * batch_count
+        self.var = (squared_deviations + delta**2 * self.count * batch_count / total) / total
         self.count = total
 
     def forward(self, x):
@@ -118,22 +138,24 @@ class RunningNorm(nn.Module):
 
 
 class Agent(nn.Module):
-    """Actor: normalized observation -> mean of a Gaussian, with a learned log-std vector.
-    Critic: normalized observation -> V(s). No shared weights; the critic is `hidden` wide
-    too unless `critic_hidden` says otherwise."""
+    """The actor maps a normalized observation to the mean of a Gaussian, whose log-std is a
+    learned vector. The critic, which shares no weights with it, maps the observation to V(s).
+    The critic is `hidden` wide too, unless `critic_hidden` says otherwise."""
 
     def __init__(self, obs_dim, action_dim, hidden=64, log_std_init=0.0, critic_hidden=None):
         super().__init__()
         critic_hidden = critic_hidden or hidden
+        # train() applies obs_norm, not the networks: the rollout stores normalized
+        # observations, and the networks below take them as they are.
         self.obs_norm = RunningNorm(obs_dim)
         self.actor_mean = nn.Sequential(
             layer_init(nn.Linear(obs_dim, hidden)),
             nn.Tanh(),
             layer_init(nn.Linear(hidden, hidden)),
             nn.Tanh(),
-            layer_init(nn.Linear(hidden, action_dim), std=0.01),  # start near mean 0
+            layer_init(nn.Linear(hidden, action_dim), std=0.01),  # The mean starts near 0.
         )
-        # log sigma: learned, one per action dimension, the same in every state
+        # log sigma is learned, one per action dimension, and is the same in every state.
         self.actor_logstd = nn.Parameter(torch.full((action_dim,), log_std_init))
         self.critic = nn.Sequential(
             layer_init(nn.Linear(obs_dim, critic_hidden)),
@@ -144,28 +166,33 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
+        """Return V(x), of shape (B, 1)."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy, V(x)).
-        Log-prob and entropy (B,) of the independent action dimensions add up; V(x) is (B, 1).
-        x: float32 (B, obs_dim), normalized already; action: None or float32 (B, action_dim)."""
+        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
+
+        x is float32 (B, obs_dim), normalized already, and action is None or float32
+        (B, action_dim). The action dimensions are independent, so the log-prob and the entropy
+        are sums over them, of shape (B,). V(x) is (B, 1)."""
         mean = self.actor_mean(x)
-        std = self.actor_logstd.exp().expand_as(mean)  # sigma, the same in every state
-        dist = Normal(mean, std, validate_args=False)  # no argument checks: faster
+        std = self.actor_logstd.exp().expand_as(mean)  # sigma is the same in every state.
+        # validate_args=False skips the distribution's argument checks, which cost time.
+        dist = Normal(mean, std, validate_args=False)
         if action is None:
             action = dist.sample()
         return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
 
 
 def greedy_action(agent, obs):
-    """The final evaluation's action in obs, float32 (obs_dim,): the mean mu(s) of the
-    observation normalized with the statistics frozen (the env clips it to its bounds)."""
+    """Return the action that the final evaluation takes, the Gaussian's mean mu(s).
+    obs is float32 (obs_dim,). It is normalized here with the statistics frozen, and the env
+    clips the action to its bounds."""
     return agent.actor_mean(agent.obs_norm(obs)).cpu().numpy()
 
 
 def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
-    """Generalized advantage estimates and the value targets, time along dim 0.
+    """Return the generalized advantage estimates and the value targets, time along dim 0.
 
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
     A_t     = delta_t + gamma * lambda * (1 - episode_end_t) * A_{t+1},  A_T = 0
@@ -194,8 +221,13 @@ def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
 
 
 def value_loss(values, returns, old_values=None, clip_coef=None):
-    """L_V = mean_t (R_t - V(s_t))^2. With old_values and clip_coef, the elementwise max of
-    that and (R_t - V_clip)^2, V_clip = V_old + clip(V - V_old, -eps, eps), as in PPO2."""
+    """L_V = mean_t (R_t - V(s_t))^2, the mean squared error.
+
+    R_t = A_t + V_old(s_t) is GAE's value target (compute_gae's returns). With old_values and
+    clip_coef, L_V is the mean of the elementwise max of (R_t - V(s_t))^2 and (R_t - V_clip)^2,
+    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2; eps is
+    --clip-coef, the policy's clip range, used on the values' scale.
+    """
     loss = (returns - values) ** 2
     if old_values is not None and clip_coef is not None:
         clipped_values = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
@@ -204,9 +236,9 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
 
 
 def adapted_lr(lr, kl, target_kl, max_lr):
-    """The step size that keeps each update's KL(pi_old, pi) near target_kl: lr / 1.5 if
-    kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, else lr; kept in [1e-5, max_lr].
-    All four are Python floats, and so is the step size returned."""
+    """Return the step size that keeps each update's KL(pi_old, pi) near target_kl. It is
+    lr / 1.5 if kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, and lr otherwise, kept in
+    [1e-5, max_lr]. All four arguments are Python floats, and so is the step size returned."""
     if kl > 2 * target_kl:
         return max(lr / 1.5, 1e-5)
     if kl < target_kl / 2:
@@ -215,23 +247,32 @@ def adapted_lr(lr, kl, target_kl, max_lr):
 
 
 def train(args):
-    device, run_dir = set_up(args)  # seeds, device, run folder; threads: library_safe(), below
-    envs = make_env(args, device)  # --num-envs copies of --env-id, below
-    # Rewards / the running std of the discounted return, clipped: value targets of one scale
+    # set_up() makes the run's folder, seeds python, numpy and torch, and picks the device.
+    device, run_dir = set_up(args)
+    envs = make_env(args, device)  # make_env() steps --num-envs copies of --env-id together.
+    # Each reward is divided by the running std of the discounted return, then clipped to
+    # [-10, 10], so the value targets have one scale in any env. The logged episode returns
+    # stay the env's own, since make_env() records them before these wrappers.
     envs = gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma)
     envs = gym.wrappers.vector.ClipReward(envs, -10.0, 10.0)
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(
         obs_dim, action_dim, log_std_init=args.log_std_init, critic_hidden=args.critic_hidden
     ).to(device)
-    # eps 1e-5 as in the PPO codebases; fused: one kernel for all parameters (~20% faster here)
+    # Adam's eps is 1e-5, as in the PPO codebases. fused=True updates all the parameters in
+    # one kernel, which is about 20% faster here.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
     def gradients(mb_obs, mb_actions, mb_logprobs, mb_advantages, mb_returns, mb_values, ent_coef):
-        """L = L_clip + c_V L_V - c_H H on a minibatch, one loss for actor and critic, and its
-        gradients, clipped to a global norm. Returns L, its terms, new log-probs, |g| unclipped."""
+        """Build the loss L = L_clip + c_V * L_V - c_H * H of a minibatch, one loss for actor and
+        critic, run its backward pass, and clip the gradients to a global norm. This is the
+        update's minibatch step, which --compile compiles. Return L, the policy loss, the value
+        loss, the entropy of each sample (B,), the new log-probs (detached) and the gradient's
+        norm |g| before clipping."""
         _, newlogprobs, entropy, newvalues = agent.get_action_and_value(mb_obs, mb_actions)
-        if args.normalize_advantages and len(mb_advantages) > 1:  # to N(0, 1); 1 sample: 0
+        # The advantages are standardized to mean 0 and std 1 in each minibatch. A single
+        # sample would become 0, so it is left as it is.
+        if args.normalize_advantages and len(mb_advantages) > 1:
             std = mb_advantages.std(correction=0)
             mb_advantages = (mb_advantages - mb_advantages.mean()) / (std + 1e-8)
         policy_loss = ppo_loss(newlogprobs, mb_logprobs, mb_advantages, args.clip_coef)
@@ -243,11 +284,12 @@ def train(args):
         grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
         return loss, policy_loss, v_loss, entropy, newlogprobs.detach(), grad_norm
 
-    # --compile: gradients() as one compiled program, its backward pass too (docs/results.md)
+    # With --compile, gradients() runs as one compiled program, its backward pass too
+    # (docs/results.md), once compiles() has found that compiling works here.
     if args.compile and compiles(device):
         gradients = torch.compile(gradients, dynamic=True)
 
-    # Rollout storage, time-major: (num_steps, num_envs).
+    # The rollout's storage is time-major, of shape (num_steps, num_envs).
     shape = (args.num_steps, args.num_envs)
     obs = torch.zeros(shape + envs.single_observation_space.shape, device=device)
     actions = torch.zeros(shape + envs.single_action_space.shape, device=device)
@@ -265,19 +307,25 @@ def train(args):
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     action_low = torch.as_tensor(envs.single_action_space.low, device=device)
     action_high = torch.as_tensor(envs.single_action_space.high, device=device)
-    with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
-        next_obs, _ = envs.reset(seed=args.seed + global_step)  # a run going on: new episodes
-        # numpy to torch by hand: gymnasium's NumpyToTorch needs array_api_compat
+    # A Ctrl-C ends the loop below, and log.finish() then ends the run with what was learned.
+    with log:
+        # The first reset has a seed (Log.reset_seed, below).
+        next_obs, _ = envs.reset(seed=log.reset_seed())
         next_obs = agent.obs_norm(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
         next_done = torch.zeros(args.num_envs, dtype=torch.bool, device=device)
-        for iteration in log.iterations(num_iterations):  # 1 to N
-            frac = 1 - (iteration - 1) / num_iterations  # 1 at the first update, 1/N at the last
-            if args.anneal_lr:  # the learning rate decays linearly towards 0
+        for iteration in log.iterations(num_iterations):  # iteration = 1, 2, ..., num_iterations
+            # frac is 1 at the first update and 1/N at the last.
+            frac = 1 - (iteration - 1) / num_iterations
+            if args.anneal_lr:  # The learning rate decays linearly toward 0.
                 optimizer.param_groups[0]["lr"] = args.learning_rate * frac
-            ent_coef = args.ent_coef * (frac if args.anneal_ent else 1)  # explore, then act sharply
+            # With --anneal-ent the entropy bonus decays too, so the policy explores first and
+            # acts sharply later.
+            ent_coef = args.ent_coef * (frac if args.anneal_ent else 1)
             for step in range(args.num_steps):
                 obs[step] = next_obs
-                valid[step] = ~next_done  # False at reset steps: action ignored, reward 0
+                # Gymnasium resets an env on the step after its episode ends. That reset step
+                # ignores the action and gives reward 0, so it is left out of the batch.
+                valid[step] = ~next_done
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
@@ -286,74 +334,99 @@ def train(args):
                 next_obs, reward, terminated, truncated, infos = envs.step(env_action)
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
-                if not args.bootstrap_truncation:  # the ablation: take a time-limit cut for an end
+                # --no-bootstrap-truncation is the ablation that treats a time limit as a real end.
+                if not args.bootstrap_truncation:
                     terminated = terminated | truncated
                 terminations[step] = torch.as_tensor(terminated, device=device)
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-                agent.obs_norm.update(next_obs)  # running statistics of the observations seen
-                next_obs = agent.obs_norm(next_obs)  # what the networks see, and what is stored
+                agent.obs_norm.update(next_obs)  # The statistics take in each observation seen.
+                # The networks see the normalized observation, and the storage keeps it.
+                next_obs = agent.obs_norm(next_obs)
                 next_done = torch.as_tensor(terminated | truncated, device=device)
-                log.episodes(global_step, infos)  # the return of each episode that just ended
+                log.episodes(global_step, infos)  # The log keeps the returns of ended episodes.
 
-            # GAE needs V(s_{t+1}) at every step: values' next row, V(next_obs) after the last.
-            # After a step that ends an episode, s_{t+1} is still its final observation.
+            # GAE needs V(s_{t+1}) at every step. It is the next row of values, and V(next_obs)
+            # after the last row.
+            # After a step that ends an episode, the next row holds that episode's final
+            # observation, since the env resets only on the step after (the reset step).
             with torch.no_grad():
                 next_values = torch.cat([values[1:], agent.get_value(next_obs).view(1, -1)])
-            # A truncated step bootstraps with V(final observation), a terminated one does not;
-            # after either, A_t does not flow back from the next episode.
+            # A truncated step bootstraps with V(final observation), a terminated one does not.
+            # An episode ends where either flag is 1.0, and torch.maximum of the two flags says
+            # so; A_t does not flow back across that end from the next episode.
             episode_end = torch.maximum(terminations, truncations)
             advantages, returns = compute_gae(
                 rewards, values, next_values, terminations, episode_end, args.gamma, args.gae_lambda
             )
 
-            # Keep the policy's own steps, not gymnasium's reset steps (batch: gradients()' order)
+            # Keep the policy's own steps, not gymnasium's reset steps.
             b_obs, b_actions, b_returns = obs[valid], actions[valid], returns[valid]
             b_logprobs, b_values, b_advantages = logprobs[valid], values[valid], advantages[valid]
-            if len(b_obs) == 0:  # every env was at a reset step (--num-steps 1): nothing to learn
+            # With --num-steps 1, every env may be at a reset step, and then nothing is learned.
+            if len(b_obs) == 0:
                 continue
-            batch = b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values
             clipfracs = []
             for _ in range(args.update_epochs):
-                kls = []  # approx KL(pi_old, pi) before each minibatch step of this epoch
-                # Without reset steps the batch can be smaller than num_envs x num_steps.
+                # kls collects approx_kl at each minibatch step of this epoch.
+                kls = []
+                # Once the reset steps are dropped, the batch can be smaller than num_envs x
+                # num_steps, so tensor_split(n) cuts it into n minibatches whose sizes differ by
+                # one at most. mb holds the indices of one minibatch.
                 shuffled = torch.randperm(len(b_obs), device=device)
                 for mb in shuffled.tensor_split(min(args.num_minibatches, len(b_obs))):
                     loss, policy_loss, v_loss, entropy, newlogprobs, grad_norm = gradients(
-                        *[x[mb] for x in batch], ent_coef
+                        b_obs[mb],
+                        b_actions[mb],
+                        b_logprobs[mb],
+                        b_advantages[mb],
+                        b_returns[mb],
+                        b_values[mb],
+                        ent_coef,
                     )
-                    check_finite(loss, iteration)  # before the step reaches the weights
+                    # A NaN or inf loss stops the run here, before the step reaches the weights.
+                    check_finite(loss, iteration)
                     optimizer.step()
-                    with torch.no_grad():  # how far the policy has moved from pi_old
+                    # approx_kl estimates KL(pi_old, pi) from the minibatch, before its step, as
+                    # mean((rho - 1) - log rho), which is never negative (Schulman's "k3",
+                    # joschu.net/blog/kl-approx.html). clipfrac is the fraction of samples whose
+                    # ratio rho left [1 - eps, 1 + eps].
+                    with torch.no_grad():
                         logratio = newlogprobs - b_logprobs[mb]
                         ratio = logratio.exp()
                         approx_kl = ((ratio - 1) - logratio).mean()
                         clipfracs.append(((ratio - 1).abs() > args.clip_coef).float().mean())
                         kls.append(approx_kl)
+                # With --target-kl, the epochs stop once the last minibatch's approx_kl exceeds
+                # it, since the policy has then moved far enough from pi_old.
                 if args.target_kl is not None and approx_kl > args.target_kl:
-                    break  # the policy has moved far enough on this batch
-            # --lr-target-kl, instead of the decay: the next update's step size follows how far
-            # this one moved the policy, the mean KL(pi_old, pi) over its last epoch's minibatches.
+                    break
+            # With --lr-target-kl, instead of the decay, the next update's step size follows how
+            # far this one moved the policy, measured as the mean approx_kl over the minibatches
+            # of its last epoch.
             if args.lr_target_kl is not None:
                 kl = torch.stack(kls).mean().item()
                 group = optimizer.param_groups[0]
                 group["lr"] = adapted_lr(group["lr"], kl, args.lr_target_kl, args.learning_rate)
 
-            # What to watch: the losses, and explained_variance = 1 - Var(G - V) / Var(G) (1: V(s)
-            # predicts the returns). Var divides by n, not n - 1: one sample gives 0 / 0, unlogged.
-            unexplained = (b_returns - b_values).var(correction=0)  # Var(G - V)
+            # Watch the losses and explained_variance = 1 - Var(R - V) / Var(R), which is 1 when
+            # V(s) predicts the value targets R = A + V (of the scaled rewards) exactly. Var
+            # divides by n, not n - 1, so a batch of one sample gives 0 / 0, which the log leaves
+            # out. grad_norm is the gradient's norm |g| in the last minibatch, before clipping.
+            unexplained = (b_returns - b_values).var(correction=0)  # Var(R - V)
             log.update(
                 iteration,
                 global_step,
                 policy_loss=policy_loss,
                 value_loss=v_loss,
                 entropy=entropy.mean(),
-                grad_norm=grad_norm,  # |g| of the last minibatch, before clipping
+                grad_norm=grad_norm,
                 approx_kl=approx_kl,
                 clipfrac=torch.stack(clipfracs).mean(),
                 explained_variance=1 - unexplained / b_returns.var(correction=0),
             )
-    return log.finish(global_step)  # last logs, --save-model, the greedy evaluation
+    # The log writes its last lines, saves the model if --save-model, and runs the evaluation.
+    return log.finish(global_step)
 
 
 # ======== End of the lesson. Below: support code (flags, envs, logs, checks); skip it. ========

@@ -12,20 +12,24 @@ from torch.distributions import Normal
 
 
 def layer_init(layer, std=2**0.5, bias=0.0):
-    """Orthogonal weights of gain `std`, constant bias: the usual PPO initialization."""
+    """Give the layer orthogonal weights of gain `std` and a constant bias, as the PPO
+    codebases do. CleanRL names the gain `std` too."""
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, bias)
     return layer
 
 
 class RunningNorm(nn.Module):
-    """x -> clip((x - mean) / sqrt(var + 1e-8), -10, 10), with the running mean and variance
-    of every x passed to update(). They are buffers: saved with the weights, not trained."""
+    """Normalize x to clip((x - mean) / sqrt(var + 1e-8), -10, 10), where mean and var are the
+    running statistics of every x passed to update(). They are buffers, which are saved with
+    the weights and are not trained."""
 
     def __init__(self, shape):
         super().__init__()
         self.register_buffer("mean", torch.zeros(shape))
         self.register_buffer("var", torch.ones(shape))
+        # count starts at 1e-4, not 0, so the first update does not divide by zero and gives
+        # the initial mean and variance almost no weight.
         self.register_buffer("count", torch.tensor(1e-4))
 
     def update(self, x):
@@ -39,22 +43,24 @@ class RunningNorm(nn.Module):
 
 
 class Agent(nn.Module):
-    """Actor: normalized observation -> mean of a Gaussian, with a learned log-std vector.
-    Critic: normalized observation -> V(s). No shared weights; the critic is `hidden` wide
-    too unless `critic_hidden` says otherwise."""
+    """The actor maps a normalized observation to the mean of a Gaussian, whose log-std is a
+    learned vector. The critic, which shares no weights with it, maps the observation to V(s).
+    The critic is `hidden` wide too, unless `critic_hidden` says otherwise."""
 
     def __init__(self, obs_dim, action_dim, hidden=64, log_std_init=0.0, critic_hidden=None):
         super().__init__()
         critic_hidden = critic_hidden or hidden
+        # train() applies obs_norm, not the networks: the rollout stores normalized
+        # observations, and the networks below take them as they are.
         self.obs_norm = RunningNorm(obs_dim)
         self.actor_mean = nn.Sequential(
             layer_init(nn.Linear(obs_dim, hidden)),
             nn.Tanh(),
             layer_init(nn.Linear(hidden, hidden)),
             nn.Tanh(),
-            layer_init(nn.Linear(hidden, action_dim), std=0.01),  # start near mean 0
+            layer_init(nn.Linear(hidden, action_dim), std=0.01),  # The mean starts near 0.
         )
-        # log sigma: learned, one per action dimension, the same in every state
+        # log sigma is learned, one per action dimension, and is the same in every state.
         self.actor_logstd = nn.Parameter(torch.full((action_dim,), log_std_init))
         self.critic = nn.Sequential(
             layer_init(nn.Linear(obs_dim, critic_hidden)),
@@ -65,21 +71,24 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
+        """Return V(x), of shape (B, 1)."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or score the given action: (action, log pi(a|x), entropy, V(x)).
-        Log-prob and entropy (B,) of the independent action dimensions add up; V(x) is (B, 1).
-        x: float32 (B, obs_dim), normalized already; action: None or float32 (B, action_dim)."""
+        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
+
+        x is float32 (B, obs_dim), normalized already, and action is None or float32
+        (B, action_dim). The action dimensions are independent, so the log-prob and the entropy
+        are sums over them, of shape (B,). V(x) is (B, 1)."""
         raise NotImplementedError(
             "a Normal(mean, exp(logstd)); sum log-prob and entropy over the last dim"
         )
 
 
 def adapted_lr(lr, kl, target_kl, max_lr):
-    """The step size that keeps each update's KL(pi_old, pi) near target_kl: lr / 1.5 if
-    kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, else lr; kept in [1e-5, max_lr].
-    All four are Python floats, and so is the step size returned."""
+    """Return the step size that keeps each update's KL(pi_old, pi) near target_kl. It is
+    lr / 1.5 if kl > 2 target_kl, lr * 1.5 if kl < target_kl / 2, and lr otherwise, kept in
+    [1e-5, max_lr]. All four arguments are Python floats, and so is the step size returned."""
     raise NotImplementedError(
         "/ 1.5 above 2 target_kl, * 1.5 below target_kl / 2, kept in [1e-5, max_lr]"
     )
