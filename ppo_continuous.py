@@ -194,6 +194,9 @@ def greedy_action(agent, obs):
 def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, gae_lambda):
     """Return the generalized advantage estimates and the value targets, time along dim 0.
 
+    Every tensor is float32 (T, N); terminated and episode_end hold 0.0 or 1.0, and gamma and
+    gae_lambda are floats.
+
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
     A_t     = delta_t + gamma * lambda * (1 - episode_end_t) * A_{t+1},  A_T = 0
     returns = A + V
@@ -214,19 +217,29 @@ def compute_gae(rewards, values, next_values, terminated, episode_end, gamma, ga
 
 
 def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
-    """L_clip = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t), rho_t = pi / pi_old."""
+    """L_clip = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t), rho_t = pi / pi_old.
+
+    new_logprobs (which carries its graph), old_logprobs and advantages are float32 (B,), and
+    clip_coef (eps) is a float.
+    """
     ratio = (new_logprobs - old_logprobs).exp()
     clipped_ratio = ratio.clamp(1 - clip_coef, 1 + clip_coef)
     return -torch.min(ratio * advantages, clipped_ratio * advantages).mean()
 
 
 def value_loss(values, returns, old_values=None, clip_coef=None):
-    """L_V = mean_t (R_t - V(s_t))^2, the mean squared error.
+    """L_V = mean_t (R_t - V(s_t))^2, the mean squared error, with no 1/2 in front.
 
     R_t = A_t + V_old(s_t) is GAE's value target (compute_gae's returns). With old_values and
     clip_coef, L_V is the mean of the elementwise max of (R_t - V(s_t))^2 and (R_t - V_clip)^2,
     where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2; eps is
-    --clip-coef, the policy's clip range, used on the values' scale.
+    --clip-coef, the policy's clip range, used on the values' scale. values (which carries its
+    graph), returns and old_values (or None) are float32 (B,), and clip_coef is a float.
+
+    train() adds --vf-coef * L_V to the loss. The default 0.5 weighs the squared error by 0.5,
+    as Stable-Baselines3 does (vf_coef * F.mse_loss). CleanRL halves the error first,
+    0.5 * ((newvalue - returns) ** 2).mean(), then multiplies it by vf_coef = 0.5, a weight of
+    0.25: at the same --vf-coef, the value loss weighs twice as much here as in CleanRL.
     """
     loss = (returns - values) ** 2
     if old_values is not None and clip_coef is not None:

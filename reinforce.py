@@ -11,6 +11,16 @@ Autograd gives that gradient from the loss  L = -mean_t log pi_theta(a_t|s_t) * 
 Each action is credited only with the rewards that came after it. Without a critic there is
 no estimate of the rewards after a rollout stops, so each rollout plays every episode to its end.
 
+Sutton & Barto's REINFORCE (ch. 13) has one more factor in each term, gamma^t:
+
+    grad J(theta) = E[ sum_t gamma^t * grad log pi_theta(a_t|s_t) * G_t ]
+
+is the gradient of the discounted return from the first state. This script drops gamma^t,
+as common practice does (Spinning Up, CleanRL, Stable-Baselines3), so a late step of an
+episode weighs as much as an early one. The update is then biased toward later states
+(Thomas 2014, "Bias in natural actor-critic algorithms"), and it is not the gradient of any
+objective (Nota and Thomas 2020, "Is the policy gradient a gradient?"). It learns well anyway.
+
 Paper: Williams (1992), "Simple statistical gradient-following algorithms for
 connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 13.
 

@@ -119,8 +119,9 @@ def greedy_action(agent, obs):
 def discounted_returns(rewards, dones, gamma, last_value=None):
     """Reward-to-go G_t = r_t + gamma * (1 - done_t) * G_{t+1}, with G_T = last_value.
 
-    Time runs along dim 0, (T,) or (T, N). dones[t] is true when step t ended its
-    episode, so no reward flows back across the end of an episode.
+    Time runs along dim 0. rewards and dones are float32 (T, N), dones holding 0.0 or 1.0,
+    gamma is a float, and last_value is None (zeros) or float32 (N,). dones[t] is 1.0 when
+    step t ended its episode, so no reward flows back across the end of an episode.
     """
     returns = torch.zeros_like(rewards)
     next_return = torch.zeros_like(rewards[0]) if last_value is None else last_value
@@ -135,7 +136,9 @@ def vpg_loss(logprobs, values, returns):
     value loss mean_t (G_t - V(s_t))^2.
 
     logprobs and values (which both carry their graph) and returns are float32 (B,). The
-    advantage is detached, so the policy loss does not move the critic.
+    advantage is detached, so the policy loss does not move the critic. The value loss has no
+    1/2 in front. The value steps take it alone, so a 1/2 would change nothing: Adam's steps
+    stay the same when a loss is scaled (up to its eps).
     """
     advantages = (returns - values).detach()
     policy_loss = -(logprobs * advantages).mean()

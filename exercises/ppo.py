@@ -19,9 +19,11 @@ def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
 
 
 def value_loss(values, returns):
-    """L_V = mean_t (G_t - V(s_t))^2.
+    """L_V = mean_t (G_t - V(s_t))^2, the mean squared error, with no 1/2 in front.
 
-    values (which carries its graph) and returns are float32 (B,).
+    values (which carries its graph) and returns are float32 (B,). The value steps take L_V
+    alone, so a 1/2 would change nothing: Adam's steps stay the same when a loss is scaled
+    (up to its eps).
     """
     raise NotImplementedError("the mean squared error between returns and values")
 

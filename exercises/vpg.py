@@ -12,7 +12,9 @@ def vpg_loss(logprobs, values, returns):
     value loss mean_t (G_t - V(s_t))^2.
 
     logprobs and values (which both carry their graph) and returns are float32 (B,). The
-    advantage is detached, so the policy loss does not move the critic.
+    advantage is detached, so the policy loss does not move the critic. The value loss has no
+    1/2 in front. The value steps take it alone, so a 1/2 would change nothing: Adam's steps
+    stay the same when a loss is scaled (up to its eps).
     """
     raise NotImplementedError("A = G - V, detached in the policy term; the value loss is the MSE")
 
