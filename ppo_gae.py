@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """PPO with GAE and the standard details: the version to run and to copy.
 
-ppo.py plus what the PPO papers and codebases (Schulman et al.; Huang et al. 2022,
+This is ppo.py plus what the PPO papers and codebases (Schulman et al.; Huang et al. 2022,
 "The 37 implementation details of PPO") add around the clipped objective:
 
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)

@@ -153,8 +153,9 @@ def train(args):
         for iteration in log.iterations(args.total_timesteps):
             if global_step >= args.total_timesteps:
                 break
-            # Rollout of whole episodes. Every env starts a new episode and plays at least
-            # num_steps steps, then until its episode ends; after that it idles (valid=False).
+            # Each rollout plays whole episodes. Every env starts a new episode, plays at least
+            # num_steps steps and then on until its episode ends, and after that idles
+            # (valid=False).
             # The first reset has a seed (Log.reset_seed, below); later resets do not.
             next_obs, _ = envs.reset(seed=log.reset_seed())
             obs = []
@@ -185,7 +186,7 @@ def train(args):
                 # (valid), not of those an idle env plays meanwhile.
                 log.episodes(global_step, infos, counted=valid[-1])
 
-            # Reward-to-go for every step, then keep the steps of the policy's own episodes.
+            # Compute the reward-to-go of every step, then keep the steps of the policy's episodes.
             returns = discounted_returns(torch.stack(rewards), torch.stack(dones), args.gamma)
             mask = torch.stack(valid)
             b_obs = torch.stack(obs)[mask]
@@ -195,7 +196,7 @@ def train(args):
             if args.normalize_returns and len(b_returns) > 1:
                 b_returns = (b_returns - b_returns.mean()) / (b_returns.std(correction=0) + 1e-8)
 
-            # One gradient step on the whole batch.
+            # Take one gradient step on the whole batch.
             _, logprobs, entropy = score(b_obs, b_actions)
             loss = reinforce_loss(logprobs, b_returns)
             check_finite(loss, iteration)
