@@ -90,6 +90,8 @@ def hyperparameters(parser):
 
 def flag_conflict(args):
     """Return why these flags' values cannot go together, in one line, or None if they can."""
+    # The full batch splits into equal minibatches, as in CleanRL. Once train() drops the
+    # reset steps, the minibatches' sizes may differ by one.
     if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
         return f"--num-envs x --num-steps = {batch} does not split into --num-minibatches"
     if args.anneal_ent and args.ent_coef == 0:
