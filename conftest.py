@@ -14,6 +14,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parent
+# How long a test waits for a process, a file or an answer before it calls it a hang. Every wait
+# in the tests is for something that happens, so this is reached only by a hang, never by a slow
+# machine: at a load of 5 on 2 cores (a laptop beside a browser and a build) a step of a few
+# seconds takes five times as long, and a verdict must not depend on that.
+HANG = 600
 # One torch (OpenMP) thread a process, in the workers and all they start: pytest-xdist runs a
 # worker a core, and every core for each backfires beside the others (docs/results.md, threads).
 # The scripts take theirs from --threads; a test that needs more sets them.
@@ -34,7 +39,7 @@ def cli(args, cwd):
     """`python ARGS` in cwd, with nothing of this repository on the path."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=HANG
     )
 
 

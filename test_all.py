@@ -68,8 +68,13 @@ import ppo_continuous
 import ppo_gae
 import reinforce
 import vpg
-from conftest import ROOT, cli, flags  # what the test files share
+from conftest import HANG, ROOT, cli, flags  # what the test files share
 from envs import cartpole_torch
+
+# The edit loop's quick check, `python -m pytest -m core`: the pure functions on their hand-worked
+# cases (section 1), one short run of each script that must keep reset steps out of its loss
+# (section 3), and the lesson-then-support shape with its one support text (section 10).
+core = pytest.mark.core
 
 # ----------------------------------------------------------------------------------------------
 # 0. The scripts under test
@@ -545,6 +550,7 @@ R = torch.tensor(exercise_cases.R)
 NO_DONES = torch.zeros(3)
 
 
+@core
 @modules(DISCOUNTED_RETURNS)
 @pytest.mark.parametrize("dones, gamma, last_value, expected", exercise_cases.DISCOUNTED_RETURNS)
 def test_discounted_returns_1d(module, dones, gamma, last_value, expected):
@@ -556,6 +562,7 @@ def test_discounted_returns_1d(module, dones, gamma, last_value, expected):
     torch.testing.assert_close(rewards, R)  # the input is left alone
 
 
+@core
 @modules(DISCOUNTED_RETURNS)
 def test_discounted_returns_time_major_envs_are_independent(module):
     c = exercise_cases.RETURNS_2_ENVS  # (T, N) = (3, 2), gamma .5, bool dones
@@ -566,6 +573,7 @@ def test_discounted_returns_time_major_envs_are_independent(module):
     torch.testing.assert_close(returns, torch.tensor(c["expected"]))
 
 
+@core
 def test_reinforce_loss_and_its_gradient():
     c = exercise_cases.REINFORCE
     logprobs = torch.tensor(c["logprobs"], requires_grad=True)
@@ -582,12 +590,14 @@ def vpg_case():
     return logprobs, values, *vpg.vpg_loss(logprobs, values, torch.tensor(c["returns"]))
 
 
+@core
 def test_vpg_loss_values():
     _, _, policy_loss, value_loss = vpg_case()
     torch.testing.assert_close(policy_loss, torch.tensor(exercise_cases.VPG["losses"][0]))
     torch.testing.assert_close(value_loss, torch.tensor(exercise_cases.VPG["losses"][1]))
 
 
+@core
 def test_vpg_policy_loss_does_not_move_the_critic():
     logprobs, values, policy_loss, _ = vpg_case()
     policy_loss.backward()
@@ -595,6 +605,7 @@ def test_vpg_policy_loss_does_not_move_the_critic():
     torch.testing.assert_close(logprobs.grad, torch.tensor(exercise_cases.VPG_GRADS["policy"][0]))
 
 
+@core
 def test_vpg_value_loss_trains_only_the_critic():
     logprobs, values, _, value_loss = vpg_case()
     value_loss.backward()
@@ -608,6 +619,7 @@ PPO_ADVANTAGES = torch.tensor(exercise_cases.PPO_ADVANTAGES)
 PPO_GRAD = torch.tensor(exercise_cases.PPO_GRAD)
 
 
+@core
 @modules(PPO_LOSS)
 def test_ppo_loss_value_and_gradient(module):
     new_logprobs = PPO_RATIOS.log().requires_grad_()
@@ -620,6 +632,7 @@ def test_ppo_loss_value_and_gradient(module):
     assert (new_logprobs.grad[~clipped] != 0).all()
 
 
+@core
 @modules(PPO_LOSS)
 def test_ppo_loss_uses_the_ratio_to_the_old_policy(module):
     # The same ratios from old logprobs -1 and new = old + log r: same loss.
@@ -632,6 +645,7 @@ def test_ppo_loss_uses_the_ratio_to_the_old_policy(module):
     torch.testing.assert_close(loss, torch.tensor(exercise_cases.PPO_LOSS[0.6]))
 
 
+@core
 @modules(VALUE_LOSS)
 def test_value_loss(module):
     c = exercise_cases.VALUE  # worked out in exercises/cases.py
@@ -649,6 +663,7 @@ GAE_NEXT_VALUES = torch.tensor(exercise_cases.GAE_NEXT_VALUES)
 GAE_CASES = exercise_cases.GAE_CASES
 
 
+@core
 @modules(GAE)
 @pytest.mark.parametrize("case", GAE_CASES)
 def test_compute_gae_1d(module, case):
@@ -669,6 +684,7 @@ def test_compute_gae_1d(module, case):
     torch.testing.assert_close(GAE_REWARDS, torch.tensor([1.0, 2.0, 3.0]))  # inputs left alone
 
 
+@core
 @modules(GAE)
 def test_compute_gae_time_major_envs_are_independent(module):
     # (T, N) = (3, 2), bool flags: env 0 is the "plain" case above, env 1 the "terminated" one.
@@ -694,6 +710,7 @@ VL_VALUES = torch.tensor(exercise_cases.VL_VALUES)
 VL_CASES = exercise_cases.VL_CASES
 
 
+@core
 @modules(GAE)
 @pytest.mark.parametrize("old_values, clip_coef, expected", VL_CASES.values(), ids=list(VL_CASES))
 def test_value_loss_clipped_around_the_old_values(module, old_values, clip_coef, expected):
@@ -708,6 +725,7 @@ def test_value_loss_clipped_around_the_old_values(module, old_values, clip_coef,
 # ppo_continuous: the Gaussian policy and the observation statistics
 
 
+@core
 def test_gaussian_logprob_and_entropy_are_summed_over_action_dimensions():
     # exercises/cases.py works it out: mu = (.5, -1) whatever the observation, sigma = (1, .5).
     g, expected = exercise_cases.GAUSSIAN, exercise_cases.GAUSSIAN_EXPECTED
@@ -724,6 +742,7 @@ def test_gaussian_logprob_and_entropy_are_summed_over_action_dimensions():
     torch.testing.assert_close(samples.std(0), torch.tensor(g["std"]), atol=0.03, rtol=0)
 
 
+@core
 def test_log_std_init_sets_the_starting_sigma(tmp_path):
     assert ppo_continuous.Agent(3, 2).actor_logstd.tolist() == [0.0, 0.0]  # sigma = 1
     script = next(s for s in CONTINUOUS if s.module is ppo_continuous)
@@ -732,6 +751,7 @@ def test_log_std_init_sets_the_starting_sigma(tmp_path):
     torch.testing.assert_close(result["agent"].actor_logstd.detach(), torch.tensor([-0.5]))
 
 
+@core
 def test_critic_hidden_widens_the_critic_alone(tmp_path, capsys):
     def widths(net):
         return [layer.out_features for layer in net if isinstance(layer, torch.nn.Linear)]
@@ -753,6 +773,7 @@ def test_critic_hidden_widens_the_critic_alone(tmp_path, capsys):
     assert "--load-model" in one_line_error(capsys, exc, script)
 
 
+@core
 @pytest.mark.parametrize("lr, kl, expected", exercise_cases.ADAPTED_LR)  # target 0.02, max 3e-4
 def test_adapted_lr(lr, kl, expected):
     assert ppo_continuous.adapted_lr(lr, kl, 0.02, 3e-4) == pytest.approx(
@@ -760,6 +781,7 @@ def test_adapted_lr(lr, kl, expected):
     )
 
 
+@core
 @pytest.mark.parametrize(
     "target_kl, lr, expected",
     [
@@ -791,6 +813,7 @@ def test_lr_target_kl_sets_the_learning_rate_after_each_update(
     assert "--no-anneal-lr" in one_line_error(capsys, exc, script)
 
 
+@core
 def test_running_norm_statistics_match_numpy_over_several_batches():
     data = exercise_cases.norm_data()  # 100 rows of N((5, -3), (2, .5)^2), as the grader's
     norm = ppo_continuous.RunningNorm(2)
@@ -808,6 +831,7 @@ def test_running_norm_statistics_match_numpy_over_several_batches():
     )
 
 
+@core
 @by_name([s for s in SCRIPTS if s.module is reinforce or s.module in GAE])
 def test_a_batch_of_one_sample_keeps_its_gradient(script, tmp_path, monkeypatch):
     # OneStep ends every episode at once. reinforce: one env, one step, a batch of one G_t.
@@ -823,6 +847,7 @@ def test_a_batch_of_one_sample_keeps_its_gradient(script, tmp_path, monkeypatch)
     assert len(seen[0]) == 1 and seen[0].abs().item() > 0.1, seen
 
 
+@core
 @by_name(WITH_CRITIC)
 def test_a_rollout_of_reset_steps_only_is_skipped(script, tmp_path, recwarn):
     # OneStep, one env, one step a rollout: every second rollout is gymnasium's reset step
@@ -839,6 +864,7 @@ def test_a_rollout_of_reset_steps_only_is_skipped(script, tmp_path, recwarn):
     assert result["global_step"] == 8
 
 
+@core
 @by_name([s for s in SCRIPTS if s.module in (vpg, ppo)])
 def test_explained_variance_of_flat_returns_is_not_logged(script, tmp_path):
     # OneStep's return is 1 at every step: Var(G) = 0, and 1 - Var(G - V) / Var(G) is undefined.
@@ -929,6 +955,7 @@ def test_probe_no_bootstrap_truncation_shows_the_bug(script, tmp_path, monkeypat
 # ----------------------------------------------------------------------------------------------
 
 
+@core
 @by_name(SCRIPTS)
 def test_reset_steps_never_reach_the_loss(script, tmp_path, monkeypatch):
     # OneStep episodes last one step, so every other env step is a reset step, with reward 0.
@@ -1102,8 +1129,9 @@ def test_learns_cartpole(script, tmp_path):
     argv = (*script.hyper, "--total-timesteps", steps, "--eval-episodes", "10")
     result = run(script, tmp_path, "--env-id", "CartPole-v1", *argv)
     seconds = time.time() - start
-    # SPS is measured over training only; the rest (envs, evaluation) is a small part.
-    assert 0.99 <= result["sps"] / (result["global_step"] / seconds) <= 2.5
+    # SPS is measured over training only, so it is at least the steps over the whole run's time
+    # (an upper bound would be about the machine's load, not the code).
+    assert result["sps"] >= 0.99 * result["global_step"] / seconds
     recent = np.mean([r for _, r in result["episode_returns"][-20:]])
     assert recent >= 100, recent
     assert np.mean(result["eval_returns"]) >= 150, result["eval_returns"]
@@ -1531,7 +1559,7 @@ def test_compile_without_a_cpp_compiler_says_so_and_trains_eager(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert done.returncode == 0, done.stderr
     warning = "ppo_gae.py: warning: --compile cannot work here, so eager: InvalidCxxCompiler:"
@@ -1664,7 +1692,7 @@ def test_a_script_copied_alone_trains_and_answers_a_long_run_flag_in_one_line(tm
                 command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
             )
     for (script, tracked), proc in runs.items():
-        out, err = (text.decode() for text in proc.communicate(timeout=300))
+        out, err = (text.decode() for text in proc.communicate(timeout=HANG))
         name = script.path.name
         if tracked:
             assert proc.returncode == 2 and out == "", err
@@ -1871,7 +1899,7 @@ def test_ctrl_c_before_the_loop_ends_the_command_as_ctrl_c_does(script, tmp_path
     (tmp_path / "ctrl_c.py").write_text("raise KeyboardInterrupt\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path)}
     argv = [sys.executable, str(script.path), "--env-id", "ctrl_c:Nothing-v0", "--run-dir", "run"]
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == -signal.SIGINT and "Traceback" not in done.stderr, done.stderr
 
 
@@ -1944,7 +1972,7 @@ def test_a_closed_pipe_ends_nothing(tmp_path):
         )
         os.close(write)
     for script, proc in runs.items():
-        err = proc.communicate(timeout=300)[1]
+        err = proc.communicate(timeout=HANG)[1]
         assert proc.returncode == 0 and "Traceback" not in err and "Error" not in err, err
         assert (tmp_path / script.name / f"{script.name}.pt").is_file()
         assert len(scalars(tmp_path / script.name).Scalars("eval/episodic_return")) == 2
@@ -2052,7 +2080,7 @@ def test_an_envs_own_error_is_not_bad_input_with_or_without_env_processes(tmp_pa
             runs[fault, bool(processes)] = (env_id, proc)
     why = {"ValueError": "diverged", "RuntimeError": "diverged", "shape": "shape"}
     for (fault, processes), (env_id, proc) in runs.items():
-        err = proc.communicate(timeout=300)[1]
+        err = proc.communicate(timeout=HANG)[1]
         assert proc.returncode == 1, (fault, processes, err)
         lines = err.strip().splitlines()
         if processes:
@@ -2185,7 +2213,7 @@ def test_a_bug_in_the_envs_module_or_its_reset_is_not_bad_input(tmp_path, monkey
         run(script, tmp_path / "filmed", "--env-id", env_id, "--capture-video")
     argv = [sys.executable, "-c", PARSE_FAILS, str(script.path), "--checkpoint-every", "64"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and "NameError" not in done.stderr, done.stderr
     assert lines[0] == "ppo_gae.py: error: reading the flags failed:", done.stderr
@@ -2230,7 +2258,7 @@ def test_ctrl_c_as_the_evaluation_begins_under_load_model_ends_as_ctrl_c_does(sc
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path)}
     argv = [sys.executable, str(script.path), "--env-id", faulty(script, "sigint_made", tmp_path)]
     argv += [*flags("--num-envs 2 --run-dir loaded --load-model"), str(model)]
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == -signal.SIGINT and "Traceback" not in done.stderr, done.stderr
 
 
@@ -2252,7 +2280,7 @@ def test_ctrl_c_while_env_processes_start_ends_them_and_the_command(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
         start_new_session=True,  # a group of its own, as a terminal gives a command
     )
     assert done.returncode == -signal.SIGINT, done.stderr
@@ -2291,7 +2319,7 @@ def test_of_two_runs_started_at_once_on_one_run_dir_one_is_refused(tmp_path):
     script = SCRIPTS[3]
     argv = [sys.executable, str(script.path), *flags("--total-timesteps 2048 --run-dir run")]
     runs = [subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True) for _ in "ab"]
-    ends = sorted((proc.wait(timeout=300), proc.stderr.read()) for proc in runs)
+    ends = sorted((proc.wait(timeout=HANG), proc.stderr.read()) for proc in runs)
     assert [status for status, _ in ends] == [0, 2], ends
     refusal = ends[1][1]
     held = refusal.startswith("ppo_gae.py: error: --run-dir run holds a run: ")
@@ -2933,6 +2961,7 @@ def source_lines(module):
     return Path(module.__file__).read_text().splitlines()
 
 
+@core
 @by_name(SCRIPTS)
 def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
     module, lines = script.module, source_lines(script.module)
@@ -2953,11 +2982,27 @@ def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
     assert main > len(lines) - 17  # the command line, last and short
 
 
+def test_the_quick_check_selects_every_scripts_pure_functions_a_run_and_the_support_text():
+    """`python -m pytest -m core`, the README's quick check, collects what it promises."""
+    command = [sys.executable, "-m", "pytest", "-m", "core", "--collect-only", "-q", "-n", "0"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG)
+    ids = [line for line in done.stdout.splitlines() if line.startswith("test_all.py::")]
+    assert done.returncode == 0 and ids, done.stdout[-2000:] + done.stderr[-2000:]
+    for function in ["discounted_returns", "reinforce_loss", "vpg", "ppo_loss", "compute_gae"]:
+        assert any(f"test_{function}" in id for id in ids), function
+    for script in SCRIPTS:
+        assert f"test_reset_steps_never_reach_the_loss[{script.name}]" in " ".join(ids)
+    assert "test_all.py::test_the_support_code_is_one_text_in_every_script" in ids
+    assert not any("sigterm" in id or "learns_cartpole" in id for id in ids)  # quick only
+
+
+@core
 def test_the_support_code_is_one_text_in_every_script():
     assert support.differences() == []
     assert support.SCRIPTS == tuple(s.path.name for s in SCRIPTS)
 
 
+@core
 def test_one_command_writes_the_support_code_of_one_script_into_the_others(tmp_path):
     for name in [*support.SCRIPTS, "tools/support.py"]:
         (tmp_path / name).parent.mkdir(exist_ok=True)
@@ -3013,10 +3058,10 @@ def start(script, run_dir, *argv):
 
 def wait_for_checkpoint(proc, checkpoint, extra_seconds):
     """Wait until the run has written its first checkpoint, then `extra_seconds` more."""
-    deadline = time.time() + 60
+    deadline = time.time() + HANG
     while not checkpoint.is_file():
         assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "no checkpoint after 60 s"
+        assert time.time() < deadline, f"no checkpoint after {HANG} s"
         time.sleep(0.05)
     time.sleep(extra_seconds)
 
@@ -3046,7 +3091,7 @@ def test_sigterm_stops_like_ctrl_c_with_status_143_and_resume_finishes(script, t
     proc = start(script, run_dir, *env_argv(script), *FOREVER, "--eval-episodes", "2")
     wait_for_checkpoint(proc, checkpoint, extra_seconds=0.5)  # then stop it mid-run
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == -signal.SIGTERM, err  # a shell says 128 + 15 = 143
     assert "Traceback" not in out + err
     saved = load_checkpoint(checkpoint)
@@ -3117,7 +3162,7 @@ def test_sigkill_leaves_the_last_checkpoint_whole(tmp_path):
     proc = start(script, run_dir, *env_argv(script), *FOREVER, "--checkpoint-every", "512")
     wait_for_checkpoint(proc, checkpoint, extra_seconds=1.5)
     proc.kill()
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=HANG)
     assert proc.returncode == -signal.SIGKILL
     saved = load_checkpoint(checkpoint)  # whole, though the kill came in the middle of writes
     assert saved["global_step"] > 128
@@ -3499,7 +3544,7 @@ def test_ctrl_c_stops_async_envs_and_their_processes(tmp_path):
     proc = start_in_group(command, env)
     wait_for_checkpoint(proc, run_dir / "checkpoint.pt", extra_seconds=0.5)
     os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == -signal.SIGINT, err  # as an interrupted program ends: a shell, 130
     assert "Traceback" not in out + err and "WARN" not in err, err
     assert out.count("stopped by SIGINT") == 1
@@ -3543,12 +3588,12 @@ def test_a_stop_during_the_first_reset_ends_in_one_line(script, signum, argv, tm
     command = [sys.executable, str(script.path), "--env-id", env_id]
     command += ["--num-envs", "2", "--run-dir", str(tmp_path / "run"), *argv]
     proc = start_in_group(command, env, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
+    deadline = time.time() + HANG
     while not resetting.exists():  # an env is in its reset: the run is past its start
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.05)
     os.killpg(proc.pid, signum) if signum == signal.SIGINT else proc.send_signal(signum)
-    out = proc.communicate(timeout=60)[0]
+    out = proc.communicate(timeout=HANG)[0]
     assert proc.returncode == -signum, out  # ended by the signal: a shell says 143, or 130
     assert "Traceback" not in out and "Error" not in out, out
     assert out.strip().splitlines()[-1] == (
@@ -3630,7 +3675,7 @@ def test_track_offline_records_the_flags_a_metric_the_code_and_videos(script, tm
     argv = [script.path.name, "--env-id", env_id, *FILM_ARGV, *FILMED, "--track"]
     argv += ["--learning-rate", "0.00123", "--eval-episodes", "1", "--run-dir", "run"]
     done = subprocess.run(
-        [sys.executable, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG
     )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     (folder,) = (tmp_path / "wandb").glob("offline-run-*")
@@ -3757,7 +3802,7 @@ def test_track_with_no_wandb_account_is_one_line(tmp_path):
     env["HOME"] = str(tmp_path)  # no ~/.netrc, no W&B settings
     argv = ["ppo.py", *flags("--num-envs 2 --num-steps 16 --total-timesteps 32 --track")]
     done = subprocess.run(
-        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG
     )
     lines = done.stderr.strip().splitlines()
     assert (
@@ -3775,7 +3820,7 @@ def test_mujoco_that_cannot_render_is_one_line(gl, tmp_path):
     argv = ["ppo_continuous.py", "--env-id", "InvertedPendulum-v5", "--capture-video"]
     argv += [*flags("--num-envs 2 --num-steps 16 --total-timesteps 32"), "--run-dir", str(tmp_path)]
     done = subprocess.run(
-        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG
     )
     if done.returncode == 0:
         pytest.skip(f"MUJOCO_GL={gl} renders on this machine")
@@ -3847,7 +3892,7 @@ FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))  # more, to look hard
 # What sets a run's length is drawn no larger than this (or as a value the script refuses): an
 # accepted run takes under a second, 6 s at the most (64 updates of one step, each filmed and
 # checkpointed, then a filmed 999-step MountainCarContinuous evaluation), so one still going at
-# the deadline is a hang
+# the deadline, 20 times that, is a hang however busy the machine
 FUZZ_CAPS = dict(total_timesteps=64, num_envs=4, num_steps=16, eval_episodes=1, critic_hidden=256)
 FUZZ_CAPS |= dict(update_epochs=4, train_pi_iters=4, train_v_iters=8)
 INT_EDGES = ["0", "1", "-1", "2", "7", "64", "2147483647", "2147483648", "-2147483648"]
@@ -3993,9 +4038,9 @@ def test_any_flags_any_values_exit_0_1_or_2_in_one_line(script):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    # A time-out fails: with the sizes drawn within FUZZ_CAPS, a run ends within 6 s; one still
-    # going after 20 s is a hang
-    source = inspect.getsource(fuzz_child) + f"\nfuzz_child({str(script.path)!r}, 20.0)\n"
+    # A time-out fails. With the sizes drawn within FUZZ_CAPS, a run ends within 6 s on a quiet
+    # machine and within 30 s at a load of 5; one still going after 120 s is a hang.
+    source = inspect.getsource(fuzz_child) + f"\nfuzz_child({str(script.path)!r}, 120.0)\n"
     # TORCHDYNAMO_DISABLE: a drawn --compile runs eager, not 10 s of compiling past the deadline
     env = dict(os.environ, WANDB_MODE="disabled", PYTHONPATH=str(ROOT), TORCHDYNAMO_DISABLE="1")
     child = subprocess.Popen(
@@ -4047,7 +4092,7 @@ def test_any_flags_any_values_exit_0_1_or_2_in_one_line(script):
         check()
     finally:
         child.stdin.close()
-        child.wait(timeout=60)
+        child.wait(timeout=HANG)
     print(f"{script.name}: exit status of {FUZZ_EXAMPLES} examples: {seen}")
     assert seen[0] >= FUZZ_EXAMPLES // 10 and seen[2] >= FUZZ_EXAMPLES // 10  # both kinds drawn
 

@@ -30,7 +30,7 @@ import torch
 import ppo
 import reinforce
 import vpg
-from conftest import ROOT, flags
+from conftest import HANG, ROOT, flags
 
 # ----------------------------------------------------------------------------------------------
 # 1. benchmarks/tune.py: Optuna over subprocess runs, on a journal file or a real PostgreSQL
@@ -83,7 +83,7 @@ def test_tune_two_workers_at_once_share_one_study(tune_storage, tmp_path):
 
     argv = (*TUNE_ARGV, "--study-name", "shared", "--storage", tune_storage)
     workers = [tune_cli(*argv, "--out", str(tmp_path / f"out{i}"), cwd=tmp_path) for i in (1, 2)]
-    outputs = [w.communicate(timeout=600)[0] for w in workers]
+    outputs = [w.communicate(timeout=HANG)[0] for w in workers]
     assert [w.returncode for w in workers] == [0, 0], outputs
     trials = load_study("shared", tune_storage).get_trials()
     # 2 trials from each worker, each in the study once, each with its own number and runs
@@ -112,7 +112,7 @@ def test_tune_two_workers_at_once_share_one_study(tune_storage, tmp_path):
         str(tmp_path / "final"),
         cwd=tmp_path,
     )
-    said = final.communicate(timeout=120)[0]
+    said = final.communicate(timeout=HANG)[0]
     assert final.returncode == 0, said
     report = (tmp_path / "final" / "shared.md").read_text()
     best = max(trials, key=lambda t: t.value)
@@ -130,7 +130,7 @@ def test_tune_kills_the_runs_of_a_pruned_trial(tune_storage, tmp_path):
     argv = flags("ppo_gae.py --env-id CartPole-v1 --trials 1 --seeds 1 2 --total-timesteps 100000")
     argv += ("--study-name", "pruned", "--storage", tune_storage, "--pruner", "threshold:1000")
     worker = tune_cli(*argv, "--out", str(tmp_path), cwd=tmp_path)
-    output = worker.communicate(timeout=600)[0]
+    output = worker.communicate(timeout=HANG)[0]
     assert worker.returncode == 0, output
     (trial,) = load_study("pruned", tune_storage).get_trials()
     assert trial.state == TrialState.PRUNED
@@ -848,7 +848,7 @@ def test_each_tool_runs_to_its_end_at_its_smallest_settings(tool, tmp_path):
             shutil.copy(results / "mujoco_vs_sb3" / folder / "raw.json", tmp_path / name)
     command = [sys.executable, str(ROOT / "benchmarks" / tool.split()[0])]
     command += [word.replace("OUT", str(tmp_path)) for word in shlex.split(argv)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr
     assert all((tmp_path / name).exists() for name in writes), sorted(tmp_path.rglob("*"))

@@ -27,7 +27,7 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, notebook_problems
+from conftest import HANG, ROOT, notebook_problems
 
 # ----------------------------------------------------------------------------------------------
 # 1. The docs: every relative link resolves, every results folder is cited; format and lint
@@ -211,7 +211,7 @@ def test_notebook_runs_top_to_bottom_in_quick_mode_without_errors(monkeypatch):
             cell.outputs, cell.execution_count = [], None
     km = KernelManager(kernel_spec_manager=ThisInterpreter(), kernel_name="python3")
     client = nbclient.NotebookClient(
-        nb, km=km, timeout=180, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+        nb, km=km, timeout=HANG, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
     )
     with client.setup_kernel():  # client.execute(), and then one cell run again
         for index, cell in enumerate(nb.cells):  # raises CellExecutionError on a failing cell
@@ -457,7 +457,7 @@ def test_pip_install_e_makes_the_scripts_long_runs_and_envs_importable_and_nothi
         [*pip, "install", *offline, "--prefix", str(prefix), "-e", str(clone)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     modules = ["reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous", "long_runs"]
@@ -486,7 +486,7 @@ def test_pip_install_e_makes_the_scripts_long_runs_and_envs_importable_and_nothi
         [*pip, "wheel", *offline, "--wheel-dir", str(tmp_path / "wheel"), str(clone)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (wheel,) = (tmp_path / "wheel").glob("minimal_policy_gradients-*.whl")
