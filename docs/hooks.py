@@ -1,0 +1,695 @@
+# SPDX-License-Identifier: MIT
+"""The site's pages, made from the repository at build time (mkdocs.yml names this file).
+
+`mkdocs build --strict` (or `mkdocs serve`) runs these hooks; nothing they make is committed.
+
+- A page per rung, rungs/SCRIPT.md, from the script itself: its lesson (the top of the file down to
+  the `End of the lesson` divider) as rows of notes beside code, as labml.ai's annotated pages
+  are. A note is a docstring or a block of whole-line comments; its code is what follows it up to
+  the next note. Each code cell says which lines of the script it shows (data-lines), so a test
+  can compare it with the file. The support code below the divider is one link to the file.
+- The scripts keep their equations in ASCII (`G_t = r_t + gamma * G_{t+1}`): tex() translates
+  them to TeX, and latex2mathml typesets that as MathML at build time, so a page needs no script
+  and no network. An equation is a docstring's or comment's line indented four spaces past its
+  text, or a stretch of a sentence that math_spans() finds (a name with a subscript, a greek
+  letter, a function of math such as log(...), and what joins them).
+- "What this rung adds": difflib's diff from the rung below, each change beside its notes.
+- Each rung's figures: the sections of docs/lessons.md and docs/results.md that MEASURED names,
+  pulled by their headings, beside the function whose idea they measure; then its exercise.
+- The quick start (docs/web/quickstart.md) gets its table from the committed results tables.
+- The notebooks, with their committed outputs; README.md, docs/*.md, benchmarks/README.md,
+  exercises/README.md, and every file they link to, at its own path, so their links hold.
+"""
+
+import ast
+import difflib
+import html
+import json
+import re
+from pathlib import Path
+
+from latex2mathml.converter import convert
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer, PythonLexer
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNGS = ["reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous"]
+TITLES = {
+    "reinforce": "REINFORCE",
+    "vpg": "VPG",
+    "ppo": "PPO",
+    "ppo_gae": "PPO + GAE",
+    "ppo_continuous": "Continuous PPO",
+}
+DIVIDER = "# ======== End of the lesson."
+PAGES = ["README.md", "docs/lessons.md", "docs/results.md", "docs/usage.md"]
+PAGES += ["benchmarks/README.md", "exercises/README.md"]
+NOTEBOOKS = {"ladder.ipynb": "notebooks/ladder.md", "exercises.ipynb": "notebooks/exercises.md"}
+# Each rung's measurements: (page, heading of the section, the function whose idea it measures)
+MEASURED = {
+    "reinforce": [
+        ("docs/results.md", "The ladder on CartPole-v1", "reinforce_loss"),
+        (
+            "docs/lessons.md",
+            "6. The course's line world: plain returns, a baseline, 4x the rate",
+            "train",
+        ),
+    ],
+    "vpg": [("docs/lessons.md", "1. Reward-to-go, then a baseline, then GAE", "vpg_loss")],
+    "ppo": [("docs/lessons.md", "2. Many policy steps on one batch: VPG against PPO", "ppo_loss")],
+    "ppo_gae": [
+        ("docs/lessons.md", "3. lambda and gamma", "compute_gae"),
+        ("docs/lessons.md", "5. Greedy or sampled evaluation", "greedy_action"),
+        ("docs/results.md", "CartPole-v1 against SB3", "train"),
+    ],
+    "ppo_continuous": [
+        ("docs/lessons.md", "4. A time limit is not an end", "compute_gae"),
+        ("docs/results.md", "Pendulum-v1 against SB3", "train"),
+    ],
+}
+
+# ------------------------------------------------------------------------------------------------
+# ASCII math to TeX, and TeX to MathML
+# ------------------------------------------------------------------------------------------------
+
+GREEK = "alpha beta gamma delta epsilon lambda mu nu pi rho sigma tau theta phi psi omega".split()
+GREEK = {name: "\\" + name for name in GREEK} | {"eps": r"\epsilon", "Delta": r"\Delta"}
+FUNCTIONS = {name: "\\" + name for name in ("log", "exp", "min", "max", "ln")}
+FUNCTIONS |= {
+    name: rf"\operatorname{{{name}}}"
+    for name in ("clip", "diag", "Var", "KL", "mean", "sqrt", "argmax")
+}
+FUNCTIONS |= {"sum": r"\sum", "grad": r"\nabla"}
+TOKEN = re.compile(
+    r"(?P<num>\d+(?:\.\d+)?(?:e-?\d+)?)"
+    r"|(?P<name>[A-Za-z][A-Za-z0-9]*(?:_(?:\{[^{}]*\}|[A-Za-z0-9]+))*)"
+    r"|(?P<op>->|<=|>=|!=|\.\.\.|[-+*/=<>^|~])"
+    r"|(?P<open>[(\[{])|(?P<close>[)\]}])|(?P<space>\s+)|(?P<other>.)"
+)
+OPS = {"*": r"\cdot", "|": r"\mid", "->": r"\to", "<=": r"\le", ">=": r"\ge", "!=": r"\ne"}
+OPS |= {"...": r"\ldots", "~": r"\sim", "{": r"\{", "}": r"\}"}
+
+
+def tokens(text):
+    return [(m.lastgroup, m.group()) for m in TOKEN.finditer(text)]
+
+
+def is_index(sub):
+    """Whether a subscript is an index (t, i, {t+1}, theta), not a word (value in last_value)."""
+    return len(sub) == 1 or sub.isdigit() or sub.startswith("{") or sub in GREEK
+
+
+def name_tex(name):
+    """(TeX, is_math) of a name: pi_theta -> \\pi_{\\theta}, done_t -> \\text{done}_{t}."""
+    base, *subs = re.findall(r"\{[^{}]*\}|[^_]+", name)
+    if base in FUNCTIONS and subs and not is_index(subs[-1]):  # clip_coef: a Python name
+        return rf"\text{{{name}}}".replace("_", r"\_"), False
+    if base not in GREEK and base not in FUNCTIONS and len(base) > 1:
+        if subs and is_index(subs[-1]):  # episode_end_t: a quantity at t
+            words = r"\_".join([base, *subs[:-1]])
+            return rf"\text{{{words}}}_{{{sub_tex(subs[-1])}}}", True
+        return rf"\text{{{name}}}".replace(
+            "_", r"\_"
+        ), False  # a word, or a Python name such as last_value
+    tex = GREEK.get(base) or FUNCTIONS.get(base) or base
+    return tex + "".join(f"_{{{sub_tex(sub)}}}" for sub in subs), True
+
+
+def sub_tex(sub):
+    if sub.startswith("{"):
+        return tex(sub[1:-1])
+    return GREEK.get(sub) or (sub if is_index(sub) else rf"\text{{{sub}}}")
+
+
+def tex(text):
+    """TeX of an ASCII equation: grad log pi_theta(a_t|s_t) * G_t -> \\nabla \\log ..."""
+    toks = tokens(text)
+    out = []  # (tex, kind): kind "word" for prose inside an equation, which \text{} keeps
+    i = 0
+    while i < len(toks):
+        kind, value = toks[i]
+        after = toks[i + 1][1] if i + 1 < len(toks) else ""
+        if kind == "name":
+            if value == "E" and after == "[":
+                out.append((r"\mathbb{E}", "math"))
+            elif value == "N" and after == "(":
+                out.append((r"\mathcal{N}", "math"))
+            else:
+                code, is_math = name_tex(value)
+                out.append((code, "math") if is_math else (value, "word"))
+        elif kind == "num":
+            mantissa, _, exponent = value.partition("e")
+            power = f"10^{{{exponent}}}"
+            out.append((value if not exponent else power if mantissa == "1" else power, "math"))
+            if exponent and mantissa != "1":
+                out[-1] = (rf"{mantissa} \times {power}", "math")
+        elif value == "^":  # the power: a number, a name or a group in parentheses
+            j, depth = i + 1, 0
+            while j < len(toks):
+                depth += toks[j][0] == "open"
+                depth -= toks[j][0] == "close"
+                j += 1
+                if depth == 0 and toks[j - 1][1] != "-":
+                    break
+            out.append(("^{" + tex("".join(v for _, v in toks[i + 1 : j])) + "}", "math"))
+            i = j
+            continue
+        elif kind == "space":
+            out.append((" ", "space"))
+        elif kind == "other":
+            out.append(("\\" + value if value in "%&#$_" else value, "math"))
+        else:
+            out.append((OPS.get(value, value), "math"))
+        i += 1
+    result, words = [], []
+    for k, (code, kind) in enumerate(out + [("", "math")]):
+        if kind == "word" or (kind == "space" and words):
+            words.append(code)
+            continue
+        if words:  # a stretch of words, one \text{} with the spaces around it kept
+            before = r"\ " if k > len(words) and out[k - len(words) - 1][1] == "space" else ""
+            after = r"\ " if words[-1] == " " and code else ""
+            result.append(before + r"\text{" + "".join(words).strip() + "}" + after)
+            words = []
+        result.append(code + (" " if code.startswith("\\") and code[-1].isalpha() else ""))
+    return "".join(result).strip()
+
+
+def mathml(tex_code, block=False):
+    return convert(tex_code, display="block" if block else "inline")
+
+
+def strong(toks, i):
+    """Whether token i starts math in a sentence: G_t, gamma, log(, V(s)."""
+    kind, value = toks[i]
+    after = next((v for k, v in toks[i + 1 :] if k != "space"), "")
+    if kind != "name":
+        return False
+    base = value.split("_")[0]
+    if "_" in value:
+        return name_tex(value)[1]
+    return base in GREEK or (after in "([" and after and (base in FUNCTIONS or len(base) == 1))
+
+
+def weak(toks, i):
+    """Whether token i may join math that a strong token started: operators, numbers, x, pi."""
+    kind, value = toks[i]
+    if kind in ("num", "op", "space"):
+        return True
+    after = next((v for k, v in toks[i + 1 :] if k != "space"), "")
+    if value in FUNCTIONS:  # log pi, min(...); but "the mean KL" is a word
+        return value in ("log", "exp", "grad") or after == "("
+    return kind == "name" and (strong(toks, i) or value not in "aAI" and len(value) == 1)
+
+
+def math_spans(text):
+    """(start, end) of each stretch of ASCII math in a sentence."""
+    toks = tokens(text)
+    starts = [0]
+    for _, value in toks:
+        starts.append(starts[-1] + len(value))
+    spans, i = [], 0
+    while i < len(toks):
+        if not strong(toks, i):
+            i += 1
+            continue
+        first = last = i
+        depth, j = 0, i - 1
+        while j >= 0 and (
+            weak(toks, j) or toks[j][0] == "close" or depth and toks[j][0] != "other"
+        ):
+            depth += (toks[j][0] == "close") - (toks[j][0] == "open")
+            if depth < 0:
+                break
+            first = j if depth == 0 and toks[j][0] != "space" else first
+            j -= 1
+        depth, j = 0, i + 1
+        while j < len(toks) and j - i < 60:
+            kind, value = toks[j]
+            depth += (kind == "open") - (kind == "close")
+            stop = depth == 0 and kind != "close" and not weak(toks, j)
+            if depth < 0 or stop or value in ":;":
+                break
+            last = j if depth == 0 and kind != "space" else last
+            j += 1
+        while last > i and toks[last][0] in ("op", "space") and toks[last][1] != "...":
+            last -= 1
+        while first < i and toks[first][0] in ("op", "space") and toks[first][1] != "-":
+            first += 1
+        spans.append((starts[first], starts[last + 1]))
+        i = last + 1
+    return spans
+
+
+def sentence_html(text):
+    """A sentence as HTML: `code` as code, ASCII math as MathML, the rest escaped."""
+    parts = []
+    for k, piece in enumerate(re.split(r"(`[^`]+`)", text)):
+        if k % 2:
+            parts.append(f"<code>{html.escape(piece[1:-1])}</code>")
+            continue
+        done = 0
+        for start, end in math_spans(piece):
+            parts.append(html.escape(piece[done:start]) + mathml(tex(piece[start:end])))
+            done = end
+        parts.append(html.escape(piece[done:]))
+    return "".join(parts)
+
+
+COMMAND = re.compile(r"(python|tensorboard|pip|mkdocs|diff)\b")
+
+
+def note_html(text):
+    """A docstring's or comment block's text as HTML: paragraphs; lines indented four spaces
+    past the text are display equations, or commands (python ...) shown as code."""
+    out, paragraph, commands = [], [], []
+
+    def flush():
+        if paragraph:
+            out.append("<p>" + sentence_html(" ".join(paragraph)) + "</p>")
+            paragraph.clear()
+        if commands:
+            out.append(f"<pre><code>{html.escape(chr(10).join(commands))}</code></pre>")
+            commands.clear()
+
+    for line in text.splitlines():
+        if not line.strip():
+            flush()
+        elif line.startswith("    ") and (COMMAND.match(line.strip()) or commands):
+            paragraph and flush()
+            commands.append(line[4:])
+        elif line.startswith("    "):
+            flush()
+            equation = re.sub(r"\s{2,}", " ", line.strip())
+            annotation = ""
+            if found := re.match(r"(.*?)(?:,\s{2,}|\s{2,}(?=\())(.+)$", line.strip()):
+                equation, annotation = found[1], found[2]
+                equation = re.sub(r"\s{2,}", " ", equation)
+            out.append(f'<div class="equation">{mathml(tex(equation), block=True)}')
+            out.append(f'<span class="aside">{sentence_html(annotation)}</span></div>')
+        else:
+            paragraph.append(line.strip())
+    flush()
+    return "\n".join(out)
+
+
+def tex_markdown(text, stash):
+    """Markdown with $...$ and $$...$$ TeX (the notebooks') typeset as MathML, code untouched."""
+
+    def typeset(found):
+        block = found[0].startswith("$$")
+        return stash(mathml(found[2] or found[3], block=block))
+
+    parts = re.split(r"(```.*?```|`[^`\n]+`)", text, flags=re.S)
+    math = re.compile(r"(\$\$(.+?)\$\$|\$(?!\s)([^$]+?)\$)", re.S)
+    return "".join(part if k % 2 else math.sub(typeset, part) for k, part in enumerate(parts))
+
+
+# ------------------------------------------------------------------------------------------------
+# A rung's lesson as rows of notes beside code
+# ------------------------------------------------------------------------------------------------
+
+
+def lesson(rung):
+    """The script's lines down to the divider, and its rows: dicts of "note" (text), "notes"
+    (the note's line numbers) and "code" (the code's line numbers, from 0)."""
+    lines = (ROOT / f"{rung}.py").read_text().splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith(DIVIDER))
+    docstrings, heads, inside = {}, {}, set()
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                first = body[0].lineno - 1
+                docstrings[first] = (body[0].end_lineno, ast.get_docstring(node, clean=True))
+                if hasattr(node, "decorator_list"):  # its def or class line goes beside it
+                    start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+                    heads[start] = first
+        if isinstance(node, ast.stmt) and not hasattr(node, "body"):
+            inside.update(range(node.lineno, node.end_lineno))  # a statement's later lines
+    rows, i = [], 0
+
+    def new_row(note="", notes=()):
+        if rows and not [n for n in rows[-1]["code"] if lines[n].strip()] and note:
+            rows[-1]["note"] += "\n\n" + note  # two notes in a row: one
+            rows[-1]["notes"] += list(notes)
+        else:
+            rows.append({"note": note, "notes": list(notes), "code": []})
+
+    while i < end:
+        stripped = lines[i].strip()
+        if i in heads:
+            new_row()
+            rows[-1]["head"] = True
+        if i in docstrings:
+            stop, text = docstrings[i]
+            if rows and rows[-1].pop("head", False):
+                rows[-1]["note"], rows[-1]["notes"] = text, list(range(i, stop))
+            else:
+                new_row(text, range(i, stop))
+            i = stop
+        elif stripped.startswith("#") and i not in inside:
+            indent, block = lines[i].index("#"), []
+            while i < end and lines[i].strip().startswith("#") and lines[i].index("#") == indent:
+                block.append(i)
+                i += 1
+            text = "\n".join(re.sub(r"^\s*# ?", "", lines[n]) for n in block)
+            new_row(text, block)
+        else:
+            if not rows:
+                new_row()
+            rows[-1]["code"].append(i)
+            i += 1
+    return lines, end, rows
+
+
+def ranges(numbers):
+    """'3-5,9-9' of line numbers from 0 (as 1-based inclusive ranges)."""
+    out = []
+    for n in sorted(numbers):
+        if out and out[-1][1] == n:
+            out[-1][1] = n + 1
+        else:
+            out.append([n, n + 1])
+    return ",".join(f"{a + 1}-{b}" for a, b in out)
+
+
+def code_html(lines, numbers, lexer=None):
+    """The lines (blank ones at the ends dropped), highlighted, with data-lines naming them."""
+    kept = [n for n in numbers if lines[n].strip()]
+    numbers = [n for n in numbers if kept and kept[0] <= n <= kept[-1]]
+    code = "\n".join(lines[n] for n in numbers)
+    lexer = lexer or PythonLexer(stripnl=False, ensurenl=False)
+    body = highlight(code, lexer, HtmlFormatter(nowrap=True)).rstrip("\n") if code else ""
+    return (
+        f'<div class="code highlight" data-lines="{ranges(numbers)}">'
+        f"<pre><code>{body}</code></pre></div>"
+    )
+
+
+def row_html(note, code, kind="row"):
+    return f'<div class="lesson-{kind}"><div class="notes">{note}</div>{code}</div>'
+
+
+def diff_html(rung, lines, end, rows):
+    """The diff from the rung below, each change beside the notes of the rows it touches."""
+    below = RUNGS[RUNGS.index(rung) - 1]
+    old_lines, old_end, _ = lesson(below)
+    old, new = old_lines[:old_end], lines[:end]
+    owner = {n: k for k, row in enumerate(rows) for n in row["notes"] + row["code"]}
+    shown, out = set(), []
+    for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(2):
+        text, touched = [], []
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                text += [" " + line for line in old[i1:i2]]
+                continue
+            text += ["-" + line for line in old[i1:i2]] + ["+" + line for line in new[j1:j2]]
+            touched += [owner[n] for n in range(j1, j2) if n in owner]
+        i1, j1 = group[0][1], group[0][3]
+        head = f"@@ {below}.py line {i1 + 1}, {rung}.py line {j1 + 1} @@"
+        notes = []
+        for k in dict.fromkeys(touched):
+            if k not in shown and rows[k]["note"]:
+                shown.add(k)
+                notes.append(note_html(rows[k]["note"]))
+        diff = highlight("\n".join([head, *text]), DiffLexer(), HtmlFormatter(nowrap=True))
+        code = f'<div class="code highlight diff"><pre><code>{diff}</code></pre></div>'
+        out.append(
+            row_html("\n".join(notes) or "<p>(The notes of this change are above.)</p>", code)
+        )
+    return "\n".join(out)
+
+
+def section(page, heading):
+    """The markdown of the section under `heading` in `page`, down to the next one as high."""
+    lines, fenced, start, level = (ROOT / page).read_text().splitlines(), False, None, 0
+    for i, line in enumerate(lines):
+        fenced ^= line.startswith("```")
+        found = not fenced and re.match(r"(#+) (.*?)\s*$", line)
+        if found and start is not None and len(found[1]) <= level:
+            return "\n".join(lines[start:i]), level
+        if found and found[2] == heading:
+            start, level = i + 1, len(found[1])
+    if start is None:
+        raise ValueError(f"{page} has no heading {heading!r} (docs/hooks.py's MEASURED)")
+    return "\n".join(lines[start:]), level
+
+
+def rung_markdown(rung, stash):
+    lines, end, rows = lesson(rung)
+    figures = []
+    for page, heading, name in MEASURED[rung]:
+        body, _ = section(page, heading)
+        body = rebase(body, page, "rungs")
+        body = re.sub(r"^#+ ", "#### ", body, flags=re.M)
+        anchor = slug(heading)
+        title = f"Measured: [{heading}](../{page}#{anchor})"
+        figures.append((name, f"{title}\n\n{body}"))
+    blocks = {}
+    for name, text in figures:
+        blocks.setdefault(name, []).append(text)
+    index = RUNGS.index(rung)
+    md = ["---\nhide:\n  - toc\n---\n", f"# {index + 1}. {TITLES[rung]}: `{rung}.py`\n"]
+    md.append(
+        f"The lesson of [`{rung}.py`](../{rung}.py), from its first line down to the divider: "
+        "each note on the left is a docstring or a comment of the script, the code on the right "
+        "is what it explains. Below the divider the script holds its support code (flags, envs, "
+        f"logs, checks), the same in all five scripts: read it in [the file](../{rung}.py).\n"
+    )
+    md.append("## The lesson\n")
+    placed, html_rows = set(), []
+    for row in rows:
+        note = note_html(row["note"]) if row["note"] else ""
+        row_code = code_html(lines, row["code"])
+        attrs = f'<div data-notes="{ranges(row["notes"])}"'
+        html_rows.append(stash(row_html(note, row_code).replace("<div", attrs, 1)))
+        code_text = "\n".join(lines[n] for n in row["code"])
+        for name, texts in blocks.items():
+            if name not in placed and re.search(rf"^\s*def {name}\(", code_text, re.M):
+                placed.add(name)
+                for text in texts:
+                    html_rows.append(
+                        '<div class="measured" markdown="1">\n\n' + text + "\n\n</div>"
+                    )
+    missing = set(blocks) - placed
+    if missing:
+        raise ValueError(f"{rung}.py has no function {sorted(missing)} (docs/hooks.py's MEASURED)")
+    md.append("\n\n".join(html_rows) + "\n")
+    md.append("## What this rung adds\n")
+    if index == 0:
+        md.append("REINFORCE is the first rung: every line above is new.\n")
+    else:
+        below = RUNGS[index - 1]
+        md.append(
+            f"The lesson's lines that differ from [`{below}.py`]({below}.md)'s (`diff {below}.py "
+            f"{rung}.py` shows the same), each change beside the notes of the code it changed.\n"
+        )
+        md.append(stash(diff_html(rung, lines, end, rows)) + "\n")
+    md.append("## The exercise\n")
+    blanks = [
+        node.name
+        for node in ast.walk(ast.parse((ROOT / f"exercises/{rung}.py").read_text()))
+        if isinstance(node, ast.FunctionDef) and "NotImplementedError" in ast.dump(node)
+    ]
+    md.append(
+        f"[`exercises/{rung}.py`](../exercises/{rung}.py) holds the functions of this rung for "
+        "you to write: " + ", ".join(f"`{name}`" for name in blanks) + ". Write them, then check "
+        "them, and train the script with your own functions in place of its own:\n\n"
+        f"```bash\npython exercises/check.py {rung}\npython exercises/{rung}.py\n```\n\n"
+        "[The exercises' guide](../exercises/README.md) says more.\n"
+    )
+    return "\n".join(md)
+
+
+# ------------------------------------------------------------------------------------------------
+# Links, the notebooks, the quick start
+# ------------------------------------------------------------------------------------------------
+
+LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
+
+
+def slug(heading):
+    """GitHub's anchor of a heading, which mkdocs.yml's toc makes too (pymdownx.slugs)."""
+    text = re.sub(r"[`*]", "", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def relative(target, here):
+    """A link target of a page in folder `here` as a path from the repository root, or None."""
+    if re.match(r"[a-z][a-z0-9+.-]*:|//|#", target, re.I):
+        return None
+    path = (ROOT / here / target.partition("#")[0]).resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else None
+
+
+def rebase(text, source, there):
+    """Markdown of page `source`, its relative links made to work from folder `there`."""
+
+    def move(found):
+        target = found[2]
+        path = source if target.startswith("#") else relative(target, Path(source).parent)
+        if path is None:
+            return found[0]
+        anchor = "#" + target.partition("#")[2] if "#" in target else ""
+        up = "../" * len(Path(there).parts)
+        return f"{found[1]}{up}{path}{anchor}{found[3]}"
+
+    return LINK.sub(move, text)
+
+
+def notebook_markdown(name, stash):
+    """A notebook as markdown: its markdown cells (TeX typeset), its code, its saved outputs."""
+    out = []
+    for cell in json.loads((ROOT / name).read_text())["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            out.append(rebase(tex_markdown(source, stash), name, "notebooks"))
+            continue
+        out.append(f"```python\n{source}\n```")
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            text = output.get("text") or data.get("text/plain") or output.get("traceback", "")
+            html_output = "".join(data.get("text/html", ""))
+            if "image/png" in data:
+                image = data["image/png"].strip()
+                out.append(
+                    stash(f'<img class="output" alt="output" src="data:image/png;base64,{image}">')
+                )
+            elif html_output and "tensorboard-frame" not in html_output:
+                out.append(stash(f'<div class="output">{offline(html_output)}</div>'))
+            elif text:
+                text = re.sub(r"\x1b\[[0-9;]*m", "", "".join(text))
+                out.append(stash(f'<pre class="output">{html.escape(text)}</pre>'))
+    return "\n\n".join(out)
+
+
+ICONS = {"fast-backward": "⏮", "step-backward": "⏪", "play fa-flip-horizontal": "◀", "pause": "⏸"}
+ICONS |= {"play": "▶", "step-forward": "⏩", "fast-forward": "⏭", "minus": "−", "plus": "+"}
+
+
+def offline(output):
+    """matplotlib's animation without its web font: the buttons' icons as characters."""
+    output = re.sub(r"<link[^>]*font-awesome[^>]*>", "", output)
+    return re.sub(r'<i class="fa fa-([^"]+)"></i>', lambda m: ICONS.get(m[1], m[1]), output)
+
+
+def table_rows(path):
+    """The rows of the first markdown table in a file, as dicts by column."""
+    rows = [line for line in (ROOT / path).read_text().splitlines() if line.startswith("|")]
+    cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+    return [dict(zip(cells[0], row, strict=True)) for row in cells[2:]]
+
+
+def quick_start_table():
+    """Each rung's default command, what it prints at the end, and how long it takes."""
+    rows = {row["script"]: row for row in table_rows("benchmarks/results/cartpole_ladder/table.md")}
+    rows |= {
+        row["script"]: row for row in table_rows("benchmarks/results/pendulum_vs_sb3/table.md")
+    }
+    out = ["| command | env | it prints at the end (median over 10 seeds) | wall time |"]
+    out.append("|---|---|---|---|")
+    for rung in RUNGS:
+        row = rows.get(f"{rung}.py")
+        env = "Pendulum-v1" if rung == "ppo_continuous" else "CartPole-v1"
+        if row is None:  # ppo_continuous.py's figures come from its Pendulum table
+            raise ValueError(f"no committed results row for {rung}.py")
+        evaluation = row["eval mean"].split(" ")[0]
+        seconds = row["wall s"].split(" ")[0]
+        out.append(
+            f"| `python {rung}.py` | {env} | `evaluation over 10 episodes: {evaluation} +/- ...` "
+            f"| {seconds} s |"
+        )
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# mkdocs' events
+# ------------------------------------------------------------------------------------------------
+
+STASH = {}  # marker -> HTML, put back after markdown (HTML with blank lines, MathML)
+
+
+def stash(fragment):
+    marker = f"@@STASH{len(STASH)}@@"
+    STASH[marker] = fragment
+    return marker
+
+
+def linked(text, here):
+    """The repository's files and folders that relative links of markdown in `here` name."""
+    found = []
+    for match in LINK.finditer(re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)):
+        path = relative(match[2], here)
+        if path is not None and (ROOT / path).exists():
+            found.append(path)
+    return found
+
+
+@event_priority(100)  # before the search plugin reads the files
+def on_files(files, config):
+    STASH.clear()
+    made = {f"rungs/{rung}.md": rung_markdown(rung, stash) for rung in RUNGS}
+    made |= {page: notebook_markdown(name, stash) for name, page in NOTEBOOKS.items()}
+    for page, text in made.items():
+        files.append(File.generated(config, page, content=text))
+    todo = [(page, (ROOT / page).read_text()) for page in PAGES] + list(made.items())
+    todo.append(("quickstart.md", (Path(config.docs_dir) / "quickstart.md").read_text()))
+    seen = set(PAGES) | set(made) | set(NOTEBOOKS)
+    for page in PAGES:
+        files.append(File(page, str(ROOT), config.site_dir, config.use_directory_urls))
+    while todo:
+        page, text = todo.pop()
+        for path in linked(text, Path(page).parent):
+            if path in seen:
+                continue
+            seen.add(path)
+            if (ROOT / path).is_dir():
+                listing = folder_markdown(path)
+                files.append(File.generated(config, f"{path}/index.md", content=listing))
+                todo.append((f"{path}/index.md", listing))
+                continue
+            files.append(File(path, str(ROOT), config.site_dir, config.use_directory_urls))
+            if path.endswith(".md"):
+                todo.append((path, (ROOT / path).read_text()))
+    return files
+
+
+def folder_markdown(path):
+    """A page listing a linked folder's pages, figures and notes (not its raw data)."""
+    kept = sorted(p for p in (ROOT / path).rglob("*") if p.suffix in (".md", ".png", ".txt"))
+    items = [
+        f"- [{p.relative_to(ROOT / path).as_posix()}]({p.relative_to(ROOT / path).as_posix()})"
+        for p in kept
+    ]
+    return f"# `{path}/`\n\n" + "\n".join(items) + "\n"
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Links to a folder go to its listing, links to a notebook to its page."""
+    here = Path(page.file.src_uri).parent
+
+    def move(found):
+        path = relative(found[2], here)
+        if path is None or not (ROOT / path).exists():
+            return found[0]
+        up = "../" * len(here.parts)
+        anchor = "#" + found[2].partition("#")[2] if "#" in found[2] else ""
+        if path in NOTEBOOKS:
+            return f"{found[1]}{up}{NOTEBOOKS[path]}{anchor}{found[3]}"
+        if (ROOT / path).is_dir():
+            return f"{found[1]}{up}{path}/index.md{found[3]}"
+        return found[0]
+
+    if page.file.src_uri == "quickstart.md":
+        markdown = markdown.replace("<!-- the rungs' table -->", quick_start_table())
+    return LINK.sub(move, markdown)
+
+
+def on_page_content(content, page, config, files):
+    """The stashed HTML back in place of its markers."""
+    content = re.sub(r"<p>(@@STASH\d+@@)</p>", lambda m: STASH[m[1]], content)
+    return re.sub(r"@@STASH\d+@@", lambda m: STASH[m[0]], content)
