@@ -20,13 +20,16 @@ import itertools
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+from urllib.request import urlopen
 
 import pytest
+import yaml
 
 from conftest import ROOT
 
@@ -265,3 +268,38 @@ def test_a_rungs_page_shows_the_scripts_own_lines_notes_beside_code_and_stacked_
             browser.open(page.as_uri(), width)
             browser.screenshot(SHOTS / f"ppo-{width}.png")
             print(f"screenshot: {SHOTS / f'ppo-{width}.png'}")
+
+
+def test_mkdocs_serve_serves_the_site():
+    """README's `mkdocs serve`: the site at http://127.0.0.1:PORT, a rung's page among it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
+    try:
+        for _ in range(600):
+            try:
+                with urlopen(f"http://127.0.0.1:{port}/rungs/ppo.html", timeout=5) as reply:
+                    page = reply.read().decode()
+                break
+            except OSError:
+                assert serve.poll() is None, "mkdocs serve ended"
+                time.sleep(0.2)
+        assert 'class="lesson-row"' in page and "<math" in page
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+
+
+def test_the_pages_workflow_runs_the_build_this_file_tests():
+    steps = yaml.safe_load((ROOT / ".github/workflows/pages.yml").read_text())["jobs"]["build"]
+    runs = [step.get("run", "") for step in steps["steps"]]
+    assert "python -m pip install -r docs/requirements.txt" in runs
+    assert "mkdocs build --strict --site-dir site" in runs
+    assert "-r docs/requirements.txt" in (ROOT / "requirements-dev.txt").read_text()
