@@ -37,43 +37,23 @@ from pygments.lexers import DiffLexer, PythonLexer
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNGS = ["reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous"]
-TITLES = {
-    "reinforce": "REINFORCE",
-    "vpg": "VPG",
-    "ppo": "PPO",
-    "ppo_gae": "PPO + GAE",
-    "ppo_continuous": "Continuous PPO",
-}
+TITLES = dict(zip(RUNGS, ["REINFORCE", "VPG", "PPO", "PPO + GAE", "Continuous PPO"], strict=True))
 DIVIDER = "# ======== End of the lesson."
 PAGES = ["README.md", "docs/lessons.md", "docs/results.md", "docs/usage.md"]
 PAGES += ["benchmarks/README.md", "exercises/README.md"]
 NOTEBOOKS = {"ladder.ipynb": "notebooks/ladder.md", "exercises.ipynb": "notebooks/exercises.md"}
-# Each rung's measurements: (page, heading of the section, the function whose idea it measures)
+# Each rung's measurements: (page, the start of its section's heading, the function whose idea
+# the section measures: the section follows that function on the rung's page)
+LESSONS, RESULTS = "docs/lessons.md", "docs/results.md"
 MEASURED = {
-    "reinforce": [
-        ("docs/results.md", "The ladder on CartPole-v1", "reinforce_loss"),
-        (
-            "docs/lessons.md",
-            "6. The course's line world: plain returns, a baseline, 4x the rate",
-            "train",
-        ),
-    ],
-    "vpg": [("docs/lessons.md", "1. Reward-to-go, then a baseline, then GAE", "vpg_loss")],
-    "ppo": [("docs/lessons.md", "2. Many policy steps on one batch: VPG against PPO", "ppo_loss")],
-    "ppo_gae": [
-        ("docs/lessons.md", "3. lambda and gamma", "compute_gae"),
-        ("docs/lessons.md", "5. Greedy or sampled evaluation", "greedy_action"),
-        ("docs/results.md", "CartPole-v1 against SB3", "train"),
-    ],
-    "ppo_continuous": [
-        ("docs/lessons.md", "4. A time limit is not an end", "compute_gae"),
-        ("docs/results.md", "Pendulum-v1 against SB3", "train"),
-    ],
+    "reinforce": [(RESULTS, "The ladder on CartPole", "reinforce_loss"), (LESSONS, "6.", "train")],
+    "vpg": [(LESSONS, "1. Reward-to-go, then a baseline", "vpg_loss")],
+    "ppo": [(LESSONS, "2. Many policy steps on one batch", "ppo_loss")],
+    "ppo_gae": [(LESSONS, "3. lambda and gamma", "compute_gae"), (LESSONS, "5.", "greedy_action")],
+    "ppo_continuous": [(LESSONS, "4. A time limit", "compute_gae"), (RESULTS, "Pendulum", "train")],
 }
 
-# ------------------------------------------------------------------------------------------------
-# ASCII math to TeX, and TeX to MathML
-# ------------------------------------------------------------------------------------------------
+# ---- ASCII math to TeX, and TeX to MathML ----
 
 GREEK = "alpha beta gamma delta epsilon lambda mu nu pi rho sigma tau theta phi psi omega".split()
 GREEK = {name: "\\" + name for name in GREEK} | {"eps": r"\epsilon", "Delta": r"\Delta"}
@@ -106,14 +86,12 @@ def name_tex(name):
     """(TeX, is_math) of a name: pi_theta -> \\pi_{\\theta}, done_t -> \\text{done}_{t}."""
     base, *subs = re.findall(r"\{[^{}]*\}|[^_]+", name)
     if base in FUNCTIONS and subs and not is_index(subs[-1]):  # clip_coef: a Python name
-        return rf"\text{{{name}}}".replace("_", r"\_"), False
+        return rf"\text{{{name}}}", False
     if base not in GREEK and base not in FUNCTIONS and len(base) > 1:
         if subs and is_index(subs[-1]):  # episode_end_t: a quantity at t
-            words = r"\_".join([base, *subs[:-1]])
+            words = "_".join([base, *subs[:-1]])
             return rf"\text{{{words}}}_{{{sub_tex(subs[-1])}}}", True
-        return rf"\text{{{name}}}".replace(
-            "_", r"\_"
-        ), False  # a word, or a Python name such as last_value
+        return rf"\text{{{name}}}", False  # a word, or a Python name such as last_value
     tex = GREEK.get(base) or FUNCTIONS.get(base) or base
     return tex + "".join(f"_{{{sub_tex(sub)}}}" for sub in subs), True
 
@@ -126,56 +104,29 @@ def sub_tex(sub):
 
 def tex(text):
     """TeX of an ASCII equation: grad log pi_theta(a_t|s_t) * G_t -> \\nabla \\log ..."""
-    toks = tokens(text)
-    out = []  # (tex, kind): kind "word" for prose inside an equation, which \text{} keeps
-    i = 0
+    toks, out, i = tokens(text), [], 0
     while i < len(toks):
         kind, value = toks[i]
         after = toks[i + 1][1] if i + 1 < len(toks) else ""
-        if kind == "name":
-            if value == "E" and after == "[":
-                out.append((r"\mathbb{E}", "math"))
-            elif value == "N" and after == "(":
-                out.append((r"\mathcal{N}", "math"))
-            else:
-                code, is_math = name_tex(value)
-                out.append((code, "math") if is_math else (value, "word"))
-        elif kind == "num":
-            mantissa, _, exponent = value.partition("e")
-            power = f"10^{{{exponent}}}"
-            out.append((value if not exponent else power if mantissa == "1" else power, "math"))
-            if exponent and mantissa != "1":
-                out[-1] = (rf"{mantissa} \times {power}", "math")
+        code = name_tex(value)[0] if kind == "name" else OPS.get(value, value)
+        if value + after in ("E[", "N("):
+            code = {"E": r"\mathbb{E}", "N": r"\mathcal{N}"}[value]
+        elif kind == "num":  # 1e-8 -> 10^{-8}
+            code = re.sub(r"^(?:1|(.+))e(.+)$", r"\1 10^{\2}", value).strip()
         elif value == "^":  # the power: a number, a name or a group in parentheses
             j, depth = i + 1, 0
-            while j < len(toks):
-                depth += toks[j][0] == "open"
-                depth -= toks[j][0] == "close"
+            while j < len(toks) and (j == i + 1 or depth or toks[j - 1][1] == "-"):
+                depth += (toks[j][0] == "open") - (toks[j][0] == "close")
                 j += 1
-                if depth == 0 and toks[j - 1][1] != "-":
-                    break
-            out.append(("^{" + tex("".join(v for _, v in toks[i + 1 : j])) + "}", "math"))
-            i = j
-            continue
-        elif kind == "space":
-            out.append((" ", "space"))
-        elif kind == "other":
-            out.append(("\\" + value if value in "%&#$_" else value, "math"))
-        else:
-            out.append((OPS.get(value, value), "math"))
+            code, i = "^{" + tex("".join(v for _, v in toks[i + 1 : j])) + "}", j - 1
+        elif kind == "other" and value in "%&#$_":
+            code = "\\" + value
+        out.append(code + (" " if code[:1] == "\\" and code[-1].isalpha() else ""))
         i += 1
-    result, words = [], []
-    for k, (code, kind) in enumerate(out + [("", "math")]):
-        if kind == "word" or (kind == "space" and words):
-            words.append(code)
-            continue
-        if words:  # a stretch of words, one \text{} with the spaces around it kept
-            before = r"\ " if k > len(words) and out[k - len(words) - 1][1] == "space" else ""
-            after = r"\ " if words[-1] == " " and code else ""
-            result.append(before + r"\text{" + "".join(words).strip() + "}" + after)
-            words = []
-        result.append(code + (" " if code.startswith("\\") and code[-1].isalpha() else ""))
-    return "".join(result).strip()
+    result = "".join(out)  # then words in a row as one \text{}, the spaces around it kept
+    result = re.sub(r"\}(\s+)\\text\{", r"\1", result)
+    result = re.sub(r"(?<=\S)\s+(\\text\{)", r"\\ \1", result)
+    return re.sub(r"(\\text\{[^{}]*\})\s+(?=[^\s_^])", r"\1\\ ", result).strip()
 
 
 def mathml(tex_code, block=False):
@@ -253,7 +204,11 @@ def sentence_html(text):
             continue
         done = 0
         for start, end in math_spans(piece):
-            parts.append(html.escape(piece[done:start]) + mathml(tex(piece[start:end])))
+            try:  # a stretch that only looked like math stays as it is
+                math = mathml(tex(piece[start:end]))
+            except Exception:
+                math = html.escape(piece[start:end])
+            parts.append(html.escape(piece[done:start]) + math)
             done = end
         parts.append(html.escape(piece[done:]))
     return "".join(parts)
@@ -308,9 +263,7 @@ def tex_markdown(text, stash):
     return "".join(part if k % 2 else math.sub(typeset, part) for k, part in enumerate(parts))
 
 
-# ------------------------------------------------------------------------------------------------
-# A rung's lesson as rows of notes beside code
-# ------------------------------------------------------------------------------------------------
+# ---- A rung's lesson as rows of notes beside code ----
 
 
 def lesson(rung):
@@ -425,32 +378,29 @@ def diff_html(rung, lines, end, rows):
 
 
 def section(page, heading):
-    """The markdown of the section under `heading` in `page`, down to the next one as high."""
+    """The heading that starts with `heading` in `page`, and its section's markdown."""
     lines, fenced, start, level = (ROOT / page).read_text().splitlines(), False, None, 0
     for i, line in enumerate(lines):
         fenced ^= line.startswith("```")
         found = not fenced and re.match(r"(#+) (.*?)\s*$", line)
         if found and start is not None and len(found[1]) <= level:
-            return "\n".join(lines[start:i]), level
-        if found and found[2] == heading:
-            start, level = i + 1, len(found[1])
-    if start is None:
-        raise ValueError(f"{page} has no heading {heading!r} (docs/hooks.py's MEASURED)")
-    return "\n".join(lines[start:]), level
+            break
+        if found and start is None and found[2].startswith(heading):
+            start, level, title = i + 1, len(found[1]), found[2]
+    else:
+        if start is None:
+            raise ValueError(f"{page} has no heading {heading!r}... (docs/hooks.py's MEASURED)")
+        i = len(lines)
+    return title, "\n".join(lines[start:i])
 
 
 def rung_markdown(rung, stash):
     lines, end, rows = lesson(rung)
-    figures = []
-    for page, heading, name in MEASURED[rung]:
-        body, _ = section(page, heading)
-        body = rebase(body, page, "rungs")
-        body = re.sub(r"^#+ ", "#### ", body, flags=re.M)
-        anchor = slug(heading)
-        title = f"Measured: [{heading}](../{page}#{anchor})"
-        figures.append((name, f"{title}\n\n{body}"))
-    blocks = {}
-    for name, text in figures:
+    blocks = {}  # function name -> the markdown of the sections that measure its idea
+    for page, start, name in MEASURED[rung]:
+        heading, body = section(page, start)
+        body = re.sub(r"^#+ ", "#### ", rebase(body, page, "rungs"), flags=re.M)
+        text = f"Measured: [{heading}](../{page}#{slug(heading)})\n\n{body}"
         blocks.setdefault(name, []).append(text)
     index = RUNGS.index(rung)
     md = ["---\nhide:\n  - toc\n---\n", f"# {index + 1}. {TITLES[rung]}: `{rung}.py`\n"]
@@ -471,10 +421,9 @@ def rung_markdown(rung, stash):
         for name, texts in blocks.items():
             if name not in placed and re.search(rf"^\s*def {name}\(", code_text, re.M):
                 placed.add(name)
-                for text in texts:
-                    html_rows.append(
-                        '<div class="measured" markdown="1">\n\n' + text + "\n\n</div>"
-                    )
+                html_rows += [
+                    f'<div class="measured" markdown="1">\n\n{t}\n\n</div>' for t in texts
+                ]
     missing = set(blocks) - placed
     if missing:
         raise ValueError(f"{rung}.py has no function {sorted(missing)} (docs/hooks.py's MEASURED)")
@@ -505,9 +454,7 @@ def rung_markdown(rung, stash):
     return "\n".join(md)
 
 
-# ------------------------------------------------------------------------------------------------
-# Links, the notebooks, the quick start
-# ------------------------------------------------------------------------------------------------
+# ---- Links, the notebooks, the quick start ----
 
 LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
 
@@ -526,19 +473,19 @@ def relative(target, here):
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else None
 
 
-def rebase(text, source, there):
-    """Markdown of page `source`, its relative links made to work from folder `there`."""
+def rebase(text, source, there, move=lambda path: path):
+    """Markdown of page `source`, its relative links made to work from folder `there` (and
+    their targets' paths from the root changed by `move`)."""
 
-    def move(found):
+    def link(found):
         target = found[2]
         path = source if target.startswith("#") else relative(target, Path(source).parent)
-        if path is None:
+        if path is None or not (ROOT / path).exists():
             return found[0]
         anchor = "#" + target.partition("#")[2] if "#" in target else ""
-        up = "../" * len(Path(there).parts)
-        return f"{found[1]}{up}{path}{anchor}{found[3]}"
+        return f"{found[1]}{'../' * len(Path(there).parts)}{move(path)}{anchor}{found[3]}"
 
-    return LINK.sub(move, text)
+    return LINK.sub(link, text)
 
 
 def notebook_markdown(name, stash):
@@ -586,10 +533,8 @@ def table_rows(path):
 
 def quick_start_table():
     """Each rung's default command, what it prints at the end, and how long it takes."""
-    rows = {row["script"]: row for row in table_rows("benchmarks/results/cartpole_ladder/table.md")}
-    rows |= {
-        row["script"]: row for row in table_rows("benchmarks/results/pendulum_vs_sb3/table.md")
-    }
+    tables = ["cartpole_ladder/table.md", "pendulum_vs_sb3/table.md"]
+    rows = {row["script"]: row for t in tables for row in table_rows(f"benchmarks/results/{t}")}
     out = ["| command | env | the evaluation's mean return | wall time |", "|---|---|---|---|"]
     for rung in RUNGS:
         row = rows.get(f"{rung}.py")
@@ -601,9 +546,7 @@ def quick_start_table():
     return "\n".join(out)
 
 
-# ------------------------------------------------------------------------------------------------
-# mkdocs' events
-# ------------------------------------------------------------------------------------------------
+# ---- mkdocs' events ----
 
 STASH = {}  # marker -> HTML, put back after markdown (HTML with blank lines, MathML)
 
@@ -656,32 +599,20 @@ def on_files(files, config):
 def folder_markdown(path):
     """A page listing a linked folder's pages, figures and notes (not its raw data)."""
     kept = sorted(p for p in (ROOT / path).rglob("*") if p.suffix in (".md", ".png", ".txt"))
-    items = [
-        f"- [{p.relative_to(ROOT / path).as_posix()}]({p.relative_to(ROOT / path).as_posix()})"
-        for p in kept
-    ]
-    return f"# `{path}/`\n\n" + "\n".join(items) + "\n"
+    names = [p.relative_to(ROOT / path).as_posix() for p in kept]
+    return f"# `{path}/`\n\n" + "".join(f"- [{name}]({name})\n" for name in names)
 
 
 def on_page_markdown(markdown, page, config, files):
     """Links to a folder go to its listing, links to a notebook to its page."""
-    here = Path(page.file.src_uri).parent
 
-    def move(found):
-        path = relative(found[2], here)
-        if path is None or not (ROOT / path).exists():
-            return found[0]
-        up = "../" * len(here.parts)
-        anchor = "#" + found[2].partition("#")[2] if "#" in found[2] else ""
-        if path in NOTEBOOKS:
-            return f"{found[1]}{up}{NOTEBOOKS[path]}{anchor}{found[3]}"
-        if (ROOT / path).is_dir():
-            return f"{found[1]}{up}{path}/index.md{found[3]}"
-        return found[0]
+    def move(path):
+        return NOTEBOOKS.get(path) or (f"{path}/index.md" if (ROOT / path).is_dir() else path)
 
     if page.file.src_uri == "quickstart.md":
         markdown = markdown.replace("<!-- the rungs' table -->", quick_start_table())
-    return LINK.sub(move, markdown)
+    here = Path(page.file.src_uri).parent
+    return rebase(markdown, page.file.src_uri, here, move)
 
 
 def on_page_content(content, page, config, files):
