@@ -304,7 +304,7 @@ def lesson(rung):
             else:
                 new_row(text, range(i, stop))
             i = stop
-        elif stripped.startswith("#") and i not in inside:
+        elif stripped.startswith("#") and i not in inside and "SPDX-License" not in stripped:
             indent, block = lines[i].index("#"), []
             while i < end and lines[i].strip().startswith("#") and lines[i].index("#") == indent:
                 block.append(i)
@@ -439,14 +439,19 @@ def rung_markdown(rung, stash):
         )
         md.append(stash(diff_html(rung, lines, end, rows)) + "\n")
     md.append("## The exercise\n")
+    tree = ast.parse((ROOT / f"exercises/{rung}.py").read_text())
+    defs = [(f"{c.name}.", m) for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body]
+    defs += [("", node) for node in tree.body]
     blanks = [
-        node.name
-        for node in ast.walk(ast.parse((ROOT / f"exercises/{rung}.py").read_text()))
+        (node.lineno, f"`{owner}{node.name}`")
+        for owner, node in defs
         if isinstance(node, ast.FunctionDef) and "NotImplementedError" in ast.dump(node)
     ]
     md.append(
         f"[`exercises/{rung}.py`](../exercises/{rung}.py) holds the functions of this rung for "
-        "you to write: " + ", ".join(f"`{name}`" for name in blanks) + ". Write them, then check "
+        "you to write: "
+        + ", ".join(name for _, name in sorted(blanks))
+        + ". Write them, then check "
         "them, and train the script with your own functions in place of its own:\n\n"
         f"```bash\npython exercises/check.py {rung}\npython exercises/{rung}.py\n```\n\n"
         "[The exercises' guide](../exercises/README.md) says more.\n"
