@@ -400,7 +400,13 @@ def rung_markdown(rung, stash):
     for page, start, name in MEASURED[rung]:
         heading, body = section(page, start)
         body = re.sub(r"^#+ ", "#### ", rebase(body, page, "rungs"), flags=re.M)
-        text = f"Measured: [{heading}](../{page}#{slug(heading)})\n\n{body}"
+        figures = "\n\n".join(re.findall(r"^!\[.*$", body, flags=re.M))  # shown; the rest folded
+        rest = re.sub(r"^!\[.*$", "", body, flags=re.M)
+        text = (
+            f"Measured: [{heading}](../{page}#{slug(heading)})\n\n{figures}\n\n"
+            f'<details markdown="1"><summary>The tables, what they show, the command</summary>'
+            f"\n\n{rest}\n\n</details>"
+        )
         blocks.setdefault(name, []).append(text)
     index = RUNGS.index(rung)
     md = ["---\nhide:\n  - toc\n---\n", f"# {index + 1}. {TITLES[rung]}: `{rung}.py`\n"]
