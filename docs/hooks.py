@@ -34,6 +34,7 @@ from mkdocs.structure.files import File
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer
+from pymdownx.slugs import slugify
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNGS = ["reinforce", "vpg", "ppo", "ppo_gae", "ppo_continuous"]
@@ -453,14 +454,12 @@ def rung_markdown(rung, stash):
         for owner, node in defs
         if isinstance(node, ast.FunctionDef) and "NotImplementedError" in ast.dump(node)
     ]
+    names = ", ".join(name for _, name in sorted(blanks))
     md.append(
-        f"[`exercises/{rung}.py`](../exercises/{rung}.py) holds the functions of this rung for "
-        "you to write: "
-        + ", ".join(name for _, name in sorted(blanks))
-        + ". Write them, then check "
-        "them, and train the script with your own functions in place of its own:\n\n"
-        f"```bash\npython exercises/check.py {rung}\npython exercises/{rung}.py\n```\n\n"
-        "[The exercises' guide](../exercises/README.md) says more.\n"
+        f"Write {names} yourself in [`exercises/{rung}.py`](../exercises/{rung}.py). The first "
+        "command checks them; the second trains the script with yours in place of its own "
+        "([the exercises' guide](../exercises/README.md) says more):\n\n"
+        f"```bash\npython exercises/check.py {rung}\npython exercises/{rung}.py\n```\n"
     )
     return "\n".join(md)
 
@@ -471,9 +470,8 @@ LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
 
 
 def slug(heading):
-    """GitHub's anchor of a heading, which mkdocs.yml's toc makes too (pymdownx.slugs)."""
-    text = re.sub(r"[`*]", "", heading).strip().lower()
-    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+    """GitHub's anchor of a heading, as mkdocs.yml's toc makes it."""
+    return slugify(case="lower")(re.sub(r"[`*]", "", heading), "-")
 
 
 def relative(target, here):
@@ -512,10 +510,9 @@ def notebook_markdown(name, stash):
             data = output.get("data", {})
             text = output.get("text") or data.get("text/plain") or output.get("traceback", "")
             html_output = "".join(data.get("text/html", ""))
-            if "image/png" in data:
-                image = data["image/png"].strip()
+            if image := data.get("image/png", "").strip():
                 out.append(
-                    stash(f'<img class="output" alt="output" src="data:image/png;base64,{image}">')
+                    stash(f'<img class="output" alt="" src="data:image/png;base64,{image}">')
                 )
             elif html_output and "tensorboard-frame" not in html_output:
                 out.append(stash(f'<div class="output">{offline(html_output)}</div>'))
