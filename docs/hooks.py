@@ -131,7 +131,9 @@ def tex(text):
 
 
 def mathml(tex_code, block=False):
-    return convert(tex_code, display="block" if block else "inline")
+    """MathML of TeX; a long inline equation in a box that scrolls on a narrow screen."""
+    math = convert(tex_code, display="block" if block else "inline")
+    return f'<span class="wide-math">{math}</span>' if len(tex_code) > 60 and not block else math
 
 
 def strong(toks, i):

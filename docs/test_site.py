@@ -182,7 +182,7 @@ LOOK = """(() => {
     images: [...document.images].map(i => [i.src.slice(0, 80), i.complete && i.naturalWidth]),
     text: text.join(" "),
     links: [...document.querySelectorAll("a[href]")].map(a => a.href),
-    wide: document.documentElement.scrollWidth - innerWidth,
+    wide: document.documentElement.scrollWidth - document.documentElement.clientWidth,
     math: document.querySelectorAll("math").length,
   };
 })()"""
