@@ -29,7 +29,6 @@ import re
 from pathlib import Path
 
 from latex2mathml.converter import convert
-from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -481,6 +480,7 @@ def relative(target, here):
     if re.match(r"[a-z][a-z0-9+.-]*:|//|#", target, re.I):
         return None
     path = (ROOT / here / target.partition("#")[0]).resolve()
+    path = path / "README.md" if (path / "README.md").exists() else path  # a folder's page
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else None
 
 
@@ -577,7 +577,6 @@ def linked(text, here):
     return found
 
 
-@event_priority(100)  # before the search plugin reads the files
 def on_files(files, config):
     STASH.clear()
     made = {f"rungs/{rung}.md": rung_markdown(rung, stash) for rung in RUNGS}
