@@ -78,7 +78,7 @@ class Browser:
             stderr=subprocess.DEVNULL,
         )
         port_file = Path(profile) / "DevToolsActivePort"
-        for _ in range(300):
+        for _ in range(600):  # a minute for a first start on a busy machine
             if port_file.exists() and len(port_file.read_text().split()) == 2:
                 break
             time.sleep(0.1)
