@@ -24,6 +24,7 @@
 import ast
 import difflib
 import html
+import itertools
 import json
 import re
 from pathlib import Path
@@ -323,21 +324,16 @@ def lesson(rung):
 
 def ranges(numbers):
     """'3-5,9-9' of line numbers from 0 (as 1-based inclusive ranges)."""
-    out = []
-    for n in sorted(numbers):
-        if out and out[-1][1] == n:
-            out[-1][1] = n + 1
-        else:
-            out.append([n, n + 1])
-    return ",".join(f"{a + 1}-{b}" for a, b in out)
+    runs = itertools.groupby(enumerate(sorted(numbers)), lambda pair: pair[1] - pair[0])
+    return ",".join(f"{r[0][1] + 1}-{r[-1][1] + 1}" for r in (list(run) for _, run in runs))
 
 
-def code_html(lines, numbers, lexer=None):
+def code_html(lines, numbers):
     """The lines (blank ones at the ends dropped), highlighted, with data-lines naming them."""
     kept = [n for n in numbers if lines[n].strip()]
     numbers = [n for n in numbers if kept and kept[0] <= n <= kept[-1]]
     code = "\n".join(lines[n] for n in numbers)
-    lexer = lexer or PythonLexer(stripnl=False, ensurenl=False)
+    lexer = PythonLexer(stripnl=False, ensurenl=False)
     body = highlight(code, lexer, HtmlFormatter(nowrap=True)).rstrip("\n") if code else ""
     return (
         f'<div class="code highlight" data-lines="{ranges(numbers)}">'
@@ -569,12 +565,9 @@ def stash(fragment):
 
 def linked(text, here):
     """The repository's files and folders that relative links of markdown in `here` name."""
-    found = []
-    for match in LINK.finditer(re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)):
-        path = relative(match[2], here)
-        if path is not None and (ROOT / path).exists():
-            found.append(path)
-    return found
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    paths = (relative(match[2], here) for match in LINK.finditer(prose))
+    return [path for path in paths if path is not None and (ROOT / path).exists()]
 
 
 def on_files(files, config):
