@@ -89,7 +89,7 @@ def name_tex(name):
     if base in FUNCTIONS and subs and not is_index(subs[-1]):  # clip_coef: a Python name
         return rf"\text{{{name}}}", False
     if base not in GREEK and base not in FUNCTIONS and len(base) > 1:
-        if subs and is_index(subs[-1]):  # episode_end_t: a quantity at t
+        if subs and is_index(subs[-1]) and subs[-1] not in GREEK:  # episode_end_t: at t
             words = "_".join([base, *subs[:-1]])
             return rf"\text{{{words}}}_{{{sub_tex(subs[-1])}}}", True
         return rf"\text{{{name}}}", False  # a word, or a Python name such as last_value
@@ -165,14 +165,14 @@ def math_spans(text):
     starts = [0]
     for _, value in toks:
         starts.append(starts[-1] + len(value))
-    spans, i = [], 0
+    spans, i, floor = [], 0, 0  # floor: the first token after the last span
     while i < len(toks):
         if not strong(toks, i):
             i += 1
             continue
         first = last = i
         depth, j = 0, i - 1
-        while j >= 0 and (
+        while j >= floor and (
             weak(toks, j) or toks[j][0] == "close" or depth and toks[j][0] != "other"
         ):
             depth += (toks[j][0] == "close") - (toks[j][0] == "open")
@@ -185,6 +185,8 @@ def math_spans(text):
             kind, value = toks[j]
             depth += (kind == "open") - (kind == "close")
             stop = depth == 0 and kind != "close" and not weak(toks, j)
+            before = next((k for k, _ in reversed(toks[i:j]) if k != "space"), "")
+            stop = stop or kind == "num" and before in ("name", "close")  # eps 1e-5: a value
             if depth < 0 or stop or value in ":;":
                 break
             last = j if depth == 0 and kind != "space" else last
@@ -193,9 +195,39 @@ def math_spans(text):
             last -= 1
         while first < i and toks[first][0] in ("op", "space") and toks[first][1] != "-":
             first += 1
-        spans.append((starts[first], starts[last + 1]))
-        i = last + 1
+        power = toks[last + 2 : last + 4] if last + 3 < len(toks) else []
+        if first and toks[first - 1][1] == "(" and toks[last + 1][1] == ")" and power:
+            if power[0][1] == "^" and power[1][0] in ("num", "name"):  # (R_t - V)^2
+                first, last = first - 1, last + 3
+        if spans and not text[spans[-1][1] : starts[first]].strip(" +-*/=|"):
+            spans[-1] = (spans[-1][0], starts[last + 1])  # one stretch, cut by the length limit
+        else:
+            spans.append((starts[first], starts[last + 1]))
+        i = floor = last + 1
     return spans
+
+
+PYTHON_NAME = re.compile(
+    r"(?<![\w./&;-])(--[a-z][\w-]*|[A-Za-z]\w*_\w*(?:\[[^\]\s]*\])?|\w+\(\))(?!\.?[\w/])"
+)
+FILE_NAME = re.compile(r"(?<![\w/])((?:docs|benchmarks|exercises|envs)/[\w./-]*\w|(\w+)\.py)\b")
+
+
+def prose_html(text):
+    """Words of a note as HTML: Python names and flags as code, a rung or a page of the
+    repository as a link to its page, -> as an arrow."""
+
+    def link(found):
+        rung = found[2] if found[2] in RUNGS else None
+        path = found[1] if rung is None else None
+        if rung:
+            return f'<a href="{rung}.html">{found[0]}</a>'
+        if path.endswith(".md") and (ROOT / path).is_file():
+            return f'<a href="../{path[:-3]}.html">{found[0]}</a>'
+        return found[0]
+
+    text = PYTHON_NAME.sub(r"<code>\1</code>", html.escape(text))
+    return FILE_NAME.sub(link, text).replace("-&gt;", "→")
 
 
 def sentence_html(text):
@@ -211,13 +243,26 @@ def sentence_html(text):
                 math = mathml(tex(piece[start:end]))
             except Exception:
                 math = html.escape(piece[start:end])
-            parts.append(html.escape(piece[done:start]) + math)
+            parts.append(prose_html(piece[done:start]) + math)
             done = end
-        parts.append(html.escape(piece[done:]))
+        parts.append(prose_html(piece[done:]))
     return "".join(parts)
 
 
 COMMAND = re.compile(r"(python|tensorboard|pip|mkdocs|diff)\b")
+EQUATION = re.compile(r"^[A-Za-z][\w{}]*(?:\([^()]*\))?\s*=\s*\S")
+
+
+def indent_equations(text):
+    """A paragraph of equations at the text's own indentation (`delta_t = ...` lines, none a
+    sentence ending in a period), as a function's docstring writes them: indented as equations."""
+    blocks = re.split(r"(\n[ \t]*\n)", text)
+    for k, block in enumerate(blocks):
+        lines = block.splitlines()
+        if k % 2 == 0 and lines and all(EQUATION.match(line) for line in lines):
+            if not any(line.rstrip().endswith(".") for line in lines):
+                blocks[k] = "\n".join("    " + line for line in lines)
+    return "".join(blocks)
 
 
 def note_html(text):
@@ -233,7 +278,7 @@ def note_html(text):
             out.append(f"<pre><code>{html.escape(chr(10).join(commands))}</code></pre>")
             commands.clear()
 
-    for line in text.splitlines():
+    for line in indent_equations(text).splitlines():
         if not line.strip():
             flush()
         elif line.startswith("    ") and (COMMAND.match(line.strip()) or commands):
@@ -275,7 +320,15 @@ def lesson(rung):
     lines = (ROOT / f"{rung}.py").read_text().splitlines()
     end = next(i for i, line in enumerate(lines) if line.startswith(DIVIDER))
     docstrings, heads, inside = {}, {}, set()
-    for node in ast.walk(ast.parse("\n".join(lines))):
+    tree = ast.parse("\n".join(lines))
+    # a function or class of the module's own starts a row, with or without a docstring: its
+    # code goes beside its own note (none), not the note of the function above it
+    starts = {
+        min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+    }
+    for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
             if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
@@ -300,6 +353,8 @@ def lesson(rung):
         if i in heads:
             new_row()
             rows[-1]["head"] = True
+        elif i in starts and rows and [n for n in rows[-1]["code"] if lines[n].strip()]:
+            new_row()
         if i in docstrings:
             stop, text = docstrings[i]
             if rows and rows[-1].pop("head", False):
@@ -366,7 +421,10 @@ def diff_html(rung, lines, end, rows):
         for k in dict.fromkeys(touched):
             if k not in shown and rows[k]["note"]:
                 shown.add(k)
-                notes.append(note_html(rows[k]["note"]))
+                if lines[rows[k]["notes"][0]].startswith('"""'):  # the page shows it once
+                    notes.append("<p>The rung's introduction, the top of the lesson, changed.</p>")
+                else:
+                    notes.append(note_html(rows[k]["note"]))
         diff = highlight("\n".join([head, *text]), DiffLexer(), HtmlFormatter(nowrap=True))
         code = f'<div class="code highlight diff"><pre><code>{diff}</code></pre></div>'
         out.append(
@@ -392,19 +450,47 @@ def section(page, heading):
     return title, "\n".join(lines[start:i])
 
 
+def blocks_of(markdown):
+    """A section's markdown blocks (paragraphs, figures, tables, fenced code), in order."""
+    blocks, current, fenced = [], [], False
+    for line in markdown.splitlines():
+        if not line.strip() and not fenced:
+            current and blocks.append("\n".join(current))
+            current = []
+            continue
+        fenced ^= line.startswith("```")
+        current.append(line)
+    current and blocks.append("\n".join(current))
+    return blocks
+
+
 def rung_markdown(rung, stash):
     lines, end, rows = lesson(rung)
     blocks = {}  # function name -> the markdown of the sections that measure its idea
     for page, start, name in MEASURED[rung]:
         heading, body = section(page, start)
         body = re.sub(r"^#+ ", "#### ", rebase(body, page, "rungs"), flags=re.M)
-        figures = "\n\n".join(re.findall(r"^!\[.*$", body, flags=re.M))  # shown; the rest folded
-        rest = re.sub(r"^!\[.*$", "", body, flags=re.M)
-        text = (
-            f"Measured: [{heading}](../{page}#{slug(heading)})\n\n{figures}\n\n"
-            f'<details markdown="1"><summary>The tables, what they show, the command</summary>'
-            f"\n\n{rest}\n\n</details>"
-        )
+        shown, folded = [], []  # the figures and what they show; the tables and commands folded
+        for block in blocks_of(body):
+            if block.startswith("!["):  # a figure, a link to itself: a phone's reader zooms it
+                block = re.sub(r"^(!\[[^\]]*\]\(([^)\s]+)\))$", r"[\1](\2)", block, flags=re.M)
+            table_or_code = block.startswith(("|", "```", "#"))
+            (folded if table_or_code else shown).append(block)
+        number, title = re.match(r"(?:(\d+)\. )?(.*)", heading).groups()
+        where = "the lessons" if page == LESSONS else "the results"
+        where += f", experiment {number}" if number else ""
+        text = f"**Measured** ({where}): [{title}](../{page}#{slug(heading)})\n\n"
+        text += "\n\n".join(shown)
+        if folded:
+            what = " and ".join(
+                word
+                for word, start in (("the tables", "|"), ("the commands", "```"))
+                if any(b.startswith(start) for b in folded)
+            )
+            text += (
+                f'\n\n<details markdown="1"><summary>{(what or "more").capitalize()}</summary>'
+                f"\n\n{chr(10).join(chr(10) + b for b in folded)}\n\n</details>"
+            )
         blocks.setdefault(name, []).append(text)
     index = RUNGS.index(rung)
     md = ["---\nhide:\n  - toc\n---\n", f"# {index + 1}. {TITLES[rung]}: `{rung}.py`\n"]
@@ -416,12 +502,24 @@ def rung_markdown(rung, stash):
     )
     md.append("## The lesson\n")
     placed, html_rows = set(), []
+    license_line = []  # the license's line alone would open the lesson: it goes with the imports
     for row in rows:
+        code = license_line + row["code"]
+        if not row["note"] and all("SPDX-License" in lines[n] for n in code if lines[n].strip()):
+            license_line = code
+            continue
+        license_line = []
         note = note_html(row["note"]) if row["note"] else ""
-        row_code = code_html(lines, row["code"])
         attrs = f'<div data-notes="{ranges(row["notes"])}"'
+        if lines[row["notes"][0]].startswith('"""') if row["notes"] else False:
+            # the module's docstring introduces the whole rung: the page's width, no code beside
+            # it (its empty code cell is hidden), then the code that follows it in a row of its own
+            intro = row_html(note, code_html(lines, [])).replace("lesson-row", "lesson-row intro")
+            html_rows.append(stash(intro.replace("<div", attrs, 1)))
+            note, attrs = "", '<div data-notes=""'
+        row_code = code_html(lines, code)
         html_rows.append(stash(row_html(note, row_code).replace("<div", attrs, 1)))
-        code_text = "\n".join(lines[n] for n in row["code"])
+        code_text = "\n".join(lines[n] for n in code)
         for name, texts in blocks.items():
             if name not in placed and re.search(rf"^\s*def {name}\(", code_text, re.M):
                 placed.add(name)
@@ -439,7 +537,9 @@ def rung_markdown(rung, stash):
         below = RUNGS[index - 1]
         md.append(
             f"The lesson's lines that differ from [`{below}.py`]({below}.md)'s (`diff {below}.py "
-            f"{rung}.py` shows the same), each change beside the notes of the code it changed.\n"
+            f"{rung}.py` shows the same), each change beside the notes of the code it changed: "
+            f"a red line (`-`) is {below}.py's, a green line (`+`) is {rung}.py's, and the lines "
+            "around them, unchanged, show where the change sits.\n"
         )
         md.append(stash(diff_html(rung, lines, end, rows)) + "\n")
     md.append("## The exercise\n")
@@ -451,7 +551,8 @@ def rung_markdown(rung, stash):
         for owner, node in defs
         if isinstance(node, ast.FunctionDef) and "NotImplementedError" in ast.dump(node)
     ]
-    names = ", ".join(name for _, name in sorted(blanks))
+    names = [name for _, name in sorted(blanks)]
+    names = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
     md.append(
         f"Write {names} yourself in [`exercises/{rung}.py`](../exercises/{rung}.py). The first "
         "command checks them; the second trains the script with yours in place of its own "
