@@ -24,6 +24,7 @@
 import ast
 import difflib
 import html
+import inspect
 import itertools
 import json
 import re
@@ -233,9 +234,9 @@ def prose_html(text):
 def sentence_html(text):
     """A sentence as HTML: `code` as code, ASCII math as MathML, the rest escaped."""
     parts = []
-    for k, piece in enumerate(re.split(r"(`[^`]+`)", text)):
-        if k % 2:
-            parts.append(f"<code>{html.escape(piece[1:-1])}</code>")
+    for k, piece in enumerate(re.split(r"(`[^`]+`|(?<![\w-])--[a-z][\w-]*\w)", text)):
+        if k % 2:  # `code`, or a flag: --train-pi-iters holds no math
+            parts.append(f"<code>{html.escape(piece.strip('`'))}</code>")
             continue
         done = 0
         for start, end in math_spans(piece):
@@ -333,7 +334,12 @@ def lesson(rung):
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
             if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
                 first = body[0].lineno - 1
-                docstrings[first] = (body[0].end_lineno, ast.get_docstring(node, clean=True))
+                text = ast.get_docstring(node, clean=True)
+                source = "\n".join(lines[first : body[0].end_lineno])
+                if re.search(r"\\$", source, re.M):  # a command's line continued: keep its \\
+                    source = re.sub(r'^\s*[rR]?"""|"""\s*$', "", source)
+                    text = inspect.cleandoc(source)
+                docstrings[first] = (body[0].end_lineno, text)
                 if hasattr(node, "decorator_list"):  # its def or class line goes beside it
                     start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
                     heads[start] = first
