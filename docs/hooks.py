@@ -155,6 +155,8 @@ def weak(toks, i):
     if kind in ("num", "op", "space"):
         return True
     after = next((v for k, v in toks[i + 1 :] if k != "space"), "")
+    if i and toks[i - 1][1] == "'":  # the s of "update's"
+        return False
     if value in FUNCTIONS:  # log pi, min(...); but "the mean KL" is a word
         return value in ("log", "exp", "grad") or after == "("
     return kind == "name" and (strong(toks, i) or value not in "aAI" and len(value) == 1)
