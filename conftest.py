@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""What the four test files share: the repository on the path, and the helpers each may use.
+"""What the five test files share: the repository on the path, and the helpers each may use.
 
 pytest reads this file before any test module. Test modules import from it (`from conftest
 import ROOT, flags`), never from each other: test_all.py tests the scripts,
 benchmarks/test_benchmarks.py the benchmark tools, exercises/test_exercises.py the exercises
-and their grader, docs/test_docs.py the docs and the notebooks.
+and their grader, docs/test_docs.py the docs and the notebooks, docs/test_site.py the site.
 """
 
 import os
