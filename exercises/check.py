@@ -4,8 +4,10 @@ script's own function on random inputs of train()'s contract, values and gradien
 
     python exercises/check.py reinforce                        # exercises/reinforce.py
     python exercises/check.py ppo_gae --file alice/ppo_gae.py  # a copy handed in
+    python exercises/check.py ppo_gae --file exercises.ipynb   # a notebook's functions
     python exercises/check.py all                              # every rung: "7 of 10 functions"
     python exercises/check.py ppo_gae --folder handed_in --csv grades.csv  # a row per student
+    python exercises/check.py --doctor                         # before a class: this machine
 
 One line per function: passed (with the number of cases), not written yet, or failed (the case,
 what was expected, what came back, and the mistake in words where a known one explains every
@@ -1333,7 +1335,7 @@ def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None, memory=MEMORY_LI
     child from its text read now. A file that cannot be read: exit 2 (strict), or a failed line
     per function."""
     names = [n for n in cases.EXERCISES[rung] if only in (None, n)]
-    text = read_hand_in(path)
+    text = read_file(path)
     why = text if isinstance(text, Unreadable) else None
     if why is None:
         bwrap = sandbox()
@@ -1401,9 +1403,19 @@ def read_hand_in(path, limit=FILE_LIMIT):
         return Unreadable(f"cannot read {path}: {type(error).__name__}: {error}")
 
 
+def read_file(path):
+    """A hand-in named by its path: a notebook (a .ipynb file, read as Notebook, up to 64 times
+    FILE_LIMIT) or a .py file's text, or Unreadable(why)."""
+    if Path(path).suffix != ".ipynb":
+        return read_hand_in(path)
+    text = read_hand_in(path, 64 * FILE_LIMIT)
+    return text if isinstance(text, Unreadable) else Notebook(text)
+
+
 @cache
 def template(rung):
-    """exercises/RUNG.py as make.py writes it: blank, whatever the copy on disk holds."""
+    """exercises/RUNG.py as make.py writes it: blank, whatever the copy on disk holds. Built
+    without ruff, which a teacher's install has not (make.py's test keeps the two texts one)."""
     import make  # exercises/make.py, beside this file
 
     return make.exercise(rung)
@@ -1478,8 +1490,7 @@ def snapshot(rung, path):
         if isinstance(path, Unreadable):
             return {r: path for r in rungs}
         if path.suffix == ".ipynb":
-            text = read_hand_in(path, 64 * FILE_LIMIT)
-            text = text if isinstance(text, Unreadable) else Notebook(text)
+            text = read_file(path)
             return {r: text for r in rungs}
         files = {r: Path(path) / f"{r}.py" for r in rungs} if rung == "all" else {rung: path}
         return {r: read_hand_in(file) for r, file in files.items()}
@@ -1648,6 +1659,97 @@ def mebibytes(text):
     return value
 
 
+def setting(name):
+    """A kernel setting under /proc/sys (name as sysctl writes it), or None where it is absent."""
+    try:
+        return Path("/proc/sys", *name.split(".")).read_text().strip()
+    except OSError:
+        return None
+
+
+def doctor():
+    """What this machine gives grading, one line an item (✓ or ✗), before a class is graded:
+    0 where a child can run in the sandbox, else 1 (the folder mode refuses without --trusted)."""
+    lines, root = [], os.geteuid() == 0
+    versions = f"torch {torch.__version__}, numpy {np.__version__}"
+    lines.append(f"✓ python: {platform.python_version()} at {sys.executable}, {versions}")
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        lines.append("✗ bubblewrap: not installed (sudo apt-get install bubblewrap)")
+    else:
+        try:
+            done = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=60)
+            version = done.stdout.strip() or "its version unknown"
+        except (OSError, subprocess.SubprocessError):
+            version = "its version unknown"
+        lines.append(f"✓ bubblewrap: {version} at {bwrap}")
+    userns = {
+        name: setting(name)
+        for name in (
+            "user.max_user_namespaces",
+            "kernel.unprivileged_userns_clone",  # Debian's switch
+            "kernel.apparmor_restrict_unprivileged_userns",  # Ubuntu's, from 23.10
+        )
+    }
+    shut = [
+        f"{name} {value}"
+        for name, value in userns.items()
+        if value == ("1" if "apparmor" in name else "0")
+    ]
+    if not shut:
+        given = ", ".join(f"{name} {value}" for name, value in userns.items() if value)
+        lines.append(f"✓ user namespaces: a user may make them ({given or 'no setting says no'})")
+    elif root:
+        lines.append(f"✓ user namespaces: off for users ({', '.join(shut)}), not needed as root")
+    else:
+        lines.append(f"✗ user namespaces: off ({', '.join(shut)}): bubblewrap needs them")
+    way = sandbox()
+    if way is not None:
+        who = "nobody, through setpriv" if way.wrap else "nobody" if way.user else "this user"
+        how = "as root" if root else "in a user namespace"
+        lines.append(f"✓ sandbox: bubblewrap starts here {how}; the child is {who}, no capability")
+    elif bwrap is not None:
+        lines.append(
+            "✗ sandbox: bubblewrap cannot start here (in a container: docker run --security-opt "
+            "seccomp=unconfined, as exercises/README.md shows): --folder refuses without --trusted"
+        )
+    else:
+        lines.append("✗ sandbox: none (no bubblewrap): --folder refuses without --trusted")
+    seccomp = setting("kernel.seccomp.actions_avail")
+    bpf = sandbox_filter()
+    if bpf is None:
+        lines.append(f"✗ seccomp filter: none for this machine ({platform.machine()})")
+    elif seccomp is None:
+        lines.append("✗ seccomp filter: this kernel says no seccomp (no kernel.seccomp)")
+    else:
+        size = f"{len(bpf) // 8} instructions"
+        lines.append(f"✓ seccomp filter: {platform.machine()}'s ({size}), on every child")
+    places = [  # (version, this process's cgroup, whether memory is a controller of it)
+        (version, folders[0], version == 1 or "memory" in read(folders[-1] / "cgroup.controllers"))
+        for version, folders in cgroup_places()
+    ]
+    found = ", ".join(
+        f"v{version} at {folder}{'' if memory else ' (no memory controller)'}"
+        for version, folder, memory in places
+    )
+    mark = "✓" if any(memory for *_, memory in places) else "✗"
+    lines.append(f"{mark} cgroup: {found or 'no cgroup v2, nor v1 memory controller, mounted'}")
+    home = cgroup_home()
+    if home is not None:
+        lines.append(
+            f"✓ memory accounting: the kernel's, a cgroup each child made in {home[1]} "
+            f"(cgroup v{home[0]}), and the limits of each process"
+        )
+    else:
+        lines.append(
+            "✗ memory accounting: the limits of each process alone, no cgroup this user may "
+            "make (what they miss: exercises/README.md, Memory)"
+        )
+    for line in lines:
+        print(line)
+    return 0 if way is not None else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         "check.py",
@@ -1656,12 +1758,12 @@ def main(argv=None):
         "runs past it fails with a line that says so, and the grader goes on to the next.",
     )
     rungs = list(cases.EXERCISES)
-    parser.add_argument("rung", help=f"one of: {', '.join(rungs)}; or all, every rung")
+    parser.add_argument("rung", nargs="?", help=f"one of: {', '.join(rungs)}; or all, every rung")
     parser.add_argument(
         "--file",
         metavar="PATH",
-        help="the exercise file to check (default exercises/RUNG.py); "
-        "for all, a folder that holds the RUNG.py files",
+        help="the exercise file to check, RUNG.py or a notebook (.ipynb; default "
+        "exercises/RUNG.py); for all, a notebook or a folder that holds the RUNG.py files",
     )
     parser.add_argument(
         "--folder",
@@ -1691,8 +1793,18 @@ def main(argv=None):
         help="with --folder where no sandbox can start (no bubblewrap): grade anyway, each "
         "file running as you; only for a folder whose every file you trust",
     )
+    parser.add_argument(
+        "--doctor",
+        action="store_true",
+        help="say what this machine gives grading (sandbox, seccomp filter, cgroup, memory "
+        "accounting) and what is missing, one line each; exit 0 where the sandbox can start",
+    )
     parser.add_argument("--only", help=argparse.SUPPRESS)  # one function: a notebook's check
     args = parser.parse_args(argv)
+    if args.doctor:
+        return doctor()
+    if args.rung is None:
+        parser.error("the following arguments are required: rung")
     if args.rung not in rungs and args.rung != "all":
         fail(f"unknown rung {args.rung!r}: one of {', '.join(rungs)}")
     if args.folder and args.file:
@@ -1707,7 +1819,7 @@ def main(argv=None):
     if args.rung == "all":
         where = Path(args.file) if args.file else HERE
         for rung in rungs:
-            path = where / f"{rung}.py"
+            path = where if where.suffix == ".ipynb" else where / f"{rung}.py"
             print(f"== {rung}: {path}")
             for name, passed, line in grade(
                 rung, path, args.time_limit, False, None, args.memory_limit

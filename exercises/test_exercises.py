@@ -2300,6 +2300,99 @@ def test_make_writes_a_missing_file_but_never_over_a_students_work_without_force
     assert {path: path.read_text() for path in made} == made
 
 
+def without_ruff(tmp_path):
+    """The environment of a `python ...` in which ruff is not installed, as after the README's
+    teacher's install (requirements.txt): a package ruff first on the path that cannot be
+    imported, so neither `import ruff` nor `python -m ruff` runs; no repository on the path."""
+    shim = tmp_path / "no_ruff" / "ruff"
+    shim.mkdir(parents=True, exist_ok=True)
+    (shim / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'ruff'\")\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return env | {"PYTHONPATH": str(shim.parent)}
+
+
+def run_without_ruff(tmp_path, *argv):
+    return subprocess.run(
+        [sys.executable, *map(str, argv)],
+        cwd=tmp_path, env=without_ruff(tmp_path), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_make_without_ruff_says_so_in_one_line_and_writes_nothing(tmp_path):
+    make = make_in_a_copy(tmp_path)
+    (tmp_path / "exercises" / "ppo.py").unlink()
+    hidden = run_without_ruff(tmp_path, "-m", "ruff", "--version")
+    assert hidden.returncode != 0 and "No module named 'ruff'" in hidden.stderr  # ruff is hidden
+    for argv in [(), ("--check",), ("--force",)]:
+        done = run_without_ruff(tmp_path, tmp_path / "exercises" / "make.py", *argv)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.splitlines() == [
+            "make.py: error: ruff is not installed (pip install -r requirements-dev.txt)"
+        ]
+    assert not (tmp_path / "exercises" / "ppo.py").exists()
+    assert make("--check").returncode == 1  # with ruff: the missing file is seen
+
+
+def test_the_graders_blank_template_is_make_pys_file_as_ruff_writes_it_without_ruff():
+    """The grader fills a notebook's functions into exercise(RUNG), which it builds without ruff;
+    make.py writes and checks the file as ruff formats it: the two are one text (and the same
+    lines, so a notebook's verdicts are the same with or without ruff)."""
+    for rung in exercise_cases.EXERCISES:
+        for solved in (False, True):
+            text = exercise_maker.exercise(rung, solved=solved)
+            assert exercise_maker.formatted(rung, text) == text, (rung, solved)
+        assert grader.template(rung) == (ROOT / "exercises" / f"{rung}.py").read_text()
+
+
+@needs_sandbox
+def test_a_teachers_install_without_ruff_grades_notebooks_in_a_folder_and_by_file(tmp_path):
+    """After `pip install -r requirements.txt` (no ruff): a class with a notebook is graded,
+    and a student checks their notebook with --file (as a notebook, not as Python), for one
+    rung and for all."""
+    nbformat = pytest.importorskip("nbformat")
+    folder, table = tmp_path / "class", tmp_path / "grades.csv"
+    folder.mkdir()
+    nbformat.write(solved_notebook(), folder / "gina.ipynb")
+    (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
+    check = ROOT / "exercises" / "check.py"
+    done = run_without_ruff(tmp_path, check, "ppo_gae", "--folder", folder, "--csv", table)
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    assert done.stdout.splitlines()[1:] == ["ada      2 of 2", "gina     2 of 2"]
+    rows = list(csv.reader(table.open()))
+    assert [row[:3] for row in rows[1:]] == [["ada", "2", "2"], ["gina", "2", "2"]]
+    done = run_without_ruff(tmp_path, check, "ppo_gae", "--file", folder / "gina.ipynb")
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "2 of 2 functions passed"
+    assert [line[:2] for line in done.stdout.splitlines()[:-1]] == ["✓ ", "✓ "]
+    done = run_without_ruff(tmp_path, check, "all", "--file", folder / "gina.ipynb")
+    total = sum(map(len, exercise_cases.EXERCISES.values()))
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"{total} of {total} functions passed"
+
+
+DOCTOR = ["python", "bubblewrap", "user namespaces", "sandbox", "seccomp filter", "cgroup"]
+DOCTOR += ["memory accounting"]
+
+
+def test_the_doctor_says_what_this_machine_gives_grading_one_line_an_item(
+    tmp_path, capsys, monkeypatch
+):
+    """check.py --doctor: a line an item, ✓ or ✗, exit 0 where the sandbox starts, else 1;
+    without bubblewrap, the line says how to install it."""
+    done = cli([str(ROOT / "exercises" / "check.py"), "--doctor"], tmp_path)
+    lines = done.stdout.splitlines()
+    assert done.returncode == (0 if grader.sandbox() is not None else 1), done.stdout
+    assert done.stderr == "" and [line[2:].split(":")[0] for line in lines] == DOCTOR, lines
+    assert all(line[:2] in ("✓ ", "✗ ") for line in lines)
+    assert (lines[3][:2] == "✓ ") == (grader.sandbox() is not None)
+    monkeypatch.setattr(grader.shutil, "which", lambda name: None)
+    monkeypatch.setattr(grader, "sandbox", lambda: None)
+    code, lines = grade_args(capsys, "--doctor")
+    assert code == 1 and len(lines) == len(DOCTOR)
+    assert lines[1] == "✗ bubblewrap: not installed (sudo apt-get install bubblewrap)"
+    assert lines[3].startswith("✗ sandbox: none (no bubblewrap): --folder refuses")
+
+
 # What a second class tried (issue 64's attack review): each ends as a ✗ or a row of its own.
 SHARED_INPUT = "    advantages.fill_(0.5)\n    return new_logprobs.sum() * 0\n"
 AGENT_STATE = (
