@@ -1382,25 +1382,78 @@ def read_hand_in(path, limit=FILE_LIMIT):
     Unreadable(why). Nothing here parses or compiles it: the child does, on the student's
     time."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return Unreadable(f"{path}: no such file")
+        folder = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
     except OSError as error:
-        why = "a symbolic link" if os.path.islink(path) else error.strerror
-        return Unreadable(f"cannot read {path}: {why}")
+        return Unreadable(f"cannot read {path}: {error.strerror}")
+    try:
+        return read_at(folder, os.path.basename(path), path, limit)
+    finally:
+        os.close(folder)
+
+
+BY_PATH_DESCRIPTOR = hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd")  # Linux's way
+
+
+def entry_at(folder, name):
+    """(a descriptor of the entry `name` of the open folder `folder`, open for reading, or None
+    where it is neither a regular file nor a folder; its status). The name is looked up once,
+    its last link not followed: what is read is what was looked at. Where the kernel has O_PATH
+    (Linux), the entry is opened for no reading, its status read from that descriptor, then
+    that same file opened for reading through /proc: a symbolic link, a FIFO (whose writer
+    would wake), a device or a socket is looked at, never opened. Elsewhere (macOS) it is
+    looked at, opened without following, and refused if the two differ."""
+    if BY_PATH_DESCRIPTOR:
+        look = os.open(name, os.O_PATH | os.O_NOFOLLOW, dir_fd=folder)
+        try:
+            status = os.fstat(look)
+            if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
+                return None, status
+            return os.open(f"/proc/self/fd/{look}", os.O_RDONLY | os.O_NONBLOCK), status
+        finally:
+            os.close(look)
+    status = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
+        return None, status
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    opened = os.open(name, flags | os.O_DIRECTORY * stat.S_ISDIR(status.st_mode), dir_fd=folder)
+    now = os.fstat(opened)
+    if (now.st_dev, now.st_ino) != (status.st_dev, status.st_ino):
+        os.close(opened)
+        raise OSError(errno.ESTALE, "changed while it was read")
+    return opened, status
+
+
+def read_at(folder, name, shown, limit=FILE_LIMIT):
+    """The text of the regular file `name` of the open folder `folder` (shown as `shown`), or
+    Unreadable(why)."""
+    try:
+        descriptor, status = entry_at(folder, name)
+    except FileNotFoundError:
+        return Unreadable(f"{shown}: no such file")
+    except OSError as error:
+        return Unreadable(f"cannot read {shown}: {error.strerror}")
+    return text_of(descriptor, status, shown, limit)
+
+
+def text_of(descriptor, status, shown, limit):
+    """The text of the regular file entry_at() gave (descriptor, status), read from that
+    descriptor, which is closed here, or Unreadable(why)."""
+    if descriptor is not None and not stat.S_ISREG(status.st_mode):  # a folder
+        os.close(descriptor)
+        descriptor = None
+    if descriptor is None:
+        why = "a symbolic link" if stat.S_ISLNK(status.st_mode) else "not a regular file"
+        return Unreadable(f"cannot read {shown}: {why}")
     with os.fdopen(descriptor, "rb") as file:
-        status = os.fstat(file.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            return Unreadable(f"cannot read {path}: not a regular file")
         if status.st_size > limit:
-            return Unreadable(f"cannot read {path}: {status.st_size:,} bytes, over {limit:,}")
+            return Unreadable(f"cannot read {shown}: {status.st_size:,} bytes, over {limit:,}")
         data = file.read(limit + 1)
     if len(data) > limit:
-        return Unreadable(f"cannot read {path}: over {limit:,} bytes")
+        return Unreadable(f"cannot read {shown}: over {limit:,} bytes")
     try:
         return data.decode()
     except UnicodeDecodeError as error:
-        return Unreadable(f"cannot read {path}: {type(error).__name__}: {error}")
+        return Unreadable(f"cannot read {shown}: {type(error).__name__}: {error}")
 
 
 def read_file(path):
@@ -1457,46 +1510,63 @@ def script(character):
 
 
 def submissions(rung, folder):
-    """[(student, path)]: FOLDER/NAME/RUNG.py (for all, FOLDER/NAME/), FOLDER/NAME.py or
-    FOLDER/NAME.ipynb; what is none of these but looks handed in, with why it is not read.
-    Each student's name as the table prints it: escaped, cut to 80 characters; where two would
-    still look alike, each their entry's whole name, every character past ASCII escaped."""
-    found = []  # (student, their entry's name, their file or why it is not read)
-    for entry in sorted(Path(folder).iterdir()):
-        try:
-            if entry.is_symlink():
-                why = Unreadable(f"{entry.name}: a symbolic link, not read")
-                found.append((entry.stem, entry.name, why))
-            elif entry.is_dir() and (rung == "all" or (entry / f"{rung}.py").exists()):
-                found.append(
-                    (entry.name, entry.name, entry if rung == "all" else entry / f"{rung}.py")
-                )
-            elif entry.suffix == ".ipynb" or (rung != "all" and entry.suffix == ".py"):
-                found.append((entry.stem, entry.name, entry))
-        except Exception as error:  # noqa: BLE001  (a folder the teacher cannot read, say)
-            why = getattr(error, "strerror", None) or type(error).__name__
-            found.append((entry.name, entry.name, Unreadable(f"{entry.name}: {why}")))
+    """[(student, {rung: the text of their file, a Notebook, or Unreadable(why)})], read now,
+    before any student's code runs: FOLDER/NAME/RUNG.py (for all, FOLDER/NAME/), FOLDER/NAME.py
+    or FOLDER/NAME.ipynb, and what looks handed in but is not read, with why. The folder is
+    opened once; each entry is found by its name in it, and each file by its name in its
+    entry's folder, none followed (entry()): a student who swaps their entry for a symbolic
+    link after the listing gets a row that says so, never the file it reaches. Each student's
+    name as the table prints it: escaped, cut to 80 characters; where two would still look
+    alike, each their entry's whole name, every character past ASCII escaped."""
+    try:
+        top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as error:
+        fail(f"cannot read {folder}: {error.strerror}")
+    try:
+        found = [each for name in sorted(os.listdir(top)) if (each := entry(rung, top, name))]
+    finally:
+        os.close(top)
     names = [one_line(name, 80) for name, _, _ in found]
     while marked := alike(names):  # until none: a mark may look like another's name
         names = [ascii(found[i][1]) if i in marked else name for i, name in enumerate(names)]
-    return [(name, path) for name, (_, _, path) in zip(names, found, strict=True)]
+    return [(name, texts) for name, (_, _, texts) in zip(names, found, strict=True)]
 
 
-def snapshot(rung, path):
-    """{rung: the text of the student's file, a Notebook, or Unreadable(why)}, read before any
-    student's code runs. Any error reading it is this student's alone."""
+def entry(rung, top, name):
+    """(student, the entry's name, {rung: text, Notebook or Unreadable(why)}) for the entry
+    `name` of the open class folder `top`, or None where it is no hand-in (a folder without
+    RUNG.py, a file of another kind). Any error reading it is this student's alone."""
     rungs = list(cases.EXERCISES) if rung == "all" else [rung]
+    stem, suffix = os.path.splitext(name)
+    handed_in = suffix == ".ipynb" or (rung != "all" and suffix == ".py")
     try:
-        if isinstance(path, Unreadable):
-            return {r: path for r in rungs}
-        if path.suffix == ".ipynb":
-            text = read_file(path)
-            return {r: text for r in rungs}
-        files = {r: Path(path) / f"{r}.py" for r in rungs} if rung == "all" else {rung: path}
-        return {r: read_hand_in(file) for r, file in files.items()}
+        descriptor, status = entry_at(top, name)
+    except FileNotFoundError:  # gone since the listing
+        return (stem, name, dict.fromkeys(rungs, Unreadable(f"{name}: no such file")))
+    except OSError as error:  # a folder the teacher cannot read, say
+        return (name, name, dict.fromkeys(rungs, Unreadable(f"{name}: {error.strerror}")))
+    if stat.S_ISLNK(status.st_mode):
+        return (stem, name, dict.fromkeys(rungs, Unreadable(f"{name}: a symbolic link, not read")))
+    try:
+        if stat.S_ISDIR(status.st_mode):
+            inside = os.listdir(descriptor)
+            if rung == "all" or f"{rung}.py" in inside:
+                texts = {r: read_at(descriptor, f"{r}.py", f"{name}/{r}.py") for r in rungs}
+                return (name, name, texts)
+        if not handed_in:
+            return None
+        limit = 64 * FILE_LIMIT if suffix == ".ipynb" else FILE_LIMIT
+        held, descriptor = descriptor, None  # text_of() closes it
+        text = text_of(held, status, name, limit)
+        if suffix == ".ipynb" and not isinstance(text, Unreadable):
+            text = Notebook(text)
+        return (stem, name, dict.fromkeys(rungs, text))
     except Exception as error:  # noqa: BLE001  (whatever it was, this student's row says it)
         why = Unreadable(f"the grader could not read it: {type(error).__name__}")
-        return {r: why for r in rungs}
+        return (name, name, dict.fromkeys(rungs, why))
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)
 
 
 def grade_student(texts, limit, memory, bwrap):
@@ -1613,10 +1683,9 @@ def grade_folder(rung, folder, csv_path, limit, memory, trusted):
 
 def graded(rung, students, limit, memory, bwrap):
     """The table's rows, printed: (student, functions passed, [(key, status, line)])."""
-    texts = {student: snapshot(rung, path) for student, path in students}  # before any runs
     rows = []
-    for student, _ in students:
-        results = grade_student(texts[student], limit, memory, bwrap)
+    for student, texts in students:  # each read whole by submissions(), before any runs
+        results = grade_student(texts, limit, memory, bwrap)
         rows.append((student, sum(s == "✓" for _, s, _ in results), results))
     width = max(len("student"), *(len(student) for student, _, _ in rows))
     print(f"{'student':<{width}}  {'passed':<10}  not passed")

@@ -20,10 +20,12 @@ import os
 import platform
 import re
 import shutil
+import socket
 import string
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -2391,6 +2393,120 @@ def test_the_doctor_says_what_this_machine_gives_grading_one_line_an_item(
     assert code == 1 and len(lines) == len(DOCTOR)
     assert lines[1] == "✗ bubblewrap: not installed (sudo apt-get install bubblewrap)"
     assert lines[3].startswith("✗ sandbox: none (no bubblewrap): --folder refuses")
+
+
+def blocked_writer(fifo):
+    """A thread that opens the FIFO at fifo for writing, as a student's process would, and so
+    waits for a reader: the event it returns is set once something opens it for reading."""
+    woke = threading.Event()
+
+    def write():
+        os.close(os.open(fifo, os.O_WRONLY))
+        woke.set()
+
+    threading.Thread(target=write, daemon=True).start()
+    return woke
+
+
+def release(fifo):
+    """Open the FIFO for reading, so that its writer's open() returns and its thread ends."""
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+
+
+def unix_socket(path):
+    with socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(str(path))
+
+
+def test_a_fifo_a_socket_or_a_folder_in_the_class_folder_is_looked_at_never_opened(tmp_path):
+    """A FIFO as a hand-in (fifo.py) or as the file in a student's folder (dan/ppo_gae.py),
+    each with a writer blocked on it, a socket (sock.py), a folder named like a file: each a
+    row that says why, the writers still blocked (nothing opened them for reading)."""
+    folder = tmp_path / "handed_in"
+    (folder / "dan").mkdir(parents=True)
+    (folder / "eve.py").mkdir()
+    (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
+    fifos = [folder / "fifo.py", folder / "dan" / "ppo_gae.py"]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    writers = [blocked_writer(fifo) for fifo in fifos]
+    unix_socket(folder / "sock.py")
+    try:
+        argv = ["ppo_gae", "--folder", str(folder), "--trusted"]
+        done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
+        woke = [writer.wait(1.0) for writer in writers]  # set at once, had anything opened it
+    finally:
+        for fifo in fifos:
+            release(fifo)
+    assert woke == [False, False]
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "ada      2 of 2",
+        *(f"{name:<8} 0 of 2      ✗ compute_gae, ✗ value_loss" for name in ("dan", "eve", "fifo")),
+        "sock     0 of 2      ✗ compute_gae, ✗ value_loss",
+    ]
+    texts = {name: texts["ppo_gae"] for name, texts in grader.submissions("ppo_gae", folder)}
+    assert texts["dan"] == "cannot read dan/ppo_gae.py: not a regular file"
+    assert [texts[name] for name in ("eve", "fifo", "sock")] == [
+        f"cannot read {name}.py: not a regular file" for name in ("eve", "fifo", "sock")
+    ]
+
+
+def test_an_entry_swapped_for_a_link_after_the_listing_is_never_followed(tmp_path, monkeypatch):
+    """Blank hand-ins, each swapped after the folder is listed for a link to a right answer
+    outside it: the file bob.py, the folder cy/, the file in the folder dee/; and eve/, swapped
+    once its folder is open, before its file is read. Each row is the original's (eve's: not
+    written yet) or says it is a link; none is the right answer's. Where the kernel gives no
+    O_PATH (macOS), the entries are looked at, then opened without following: the same rows."""
+    folder, right = tmp_path / "handed_in", tmp_path / "right"
+    right.mkdir()
+    (right / "ppo_gae.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
+    blank = exercise_maker.exercise("ppo_gae")
+    for name in ["cy", "dee", "eve"]:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "ppo_gae.py").write_text(blank)
+    (folder / "bob.py").write_text(blank)
+    swaps = {  # the entry: what is swapped for a link to the right answer
+        "bob.py": (folder / "bob.py", right / "ppo_gae.py"),
+        "cy": (folder / "cy", right),
+        "dee": (folder / "dee" / "ppo_gae.py", right / "ppo_gae.py"),
+    }
+
+    def swap(place, target):
+        place.rename(tmp_path / f"was-{place.parent.name}-{place.name}")
+        place.symlink_to(target)
+
+    entry, read_at = grader.entry, grader.read_at
+
+    def swapped_first(rung, top, name):
+        if name in swaps:
+            swap(*swaps[name])
+        return entry(rung, top, name)
+
+    def eve_swapped_first(folder_fd, name, shown, *limit):
+        if shown == "eve/ppo_gae.py":
+            swap(folder / "eve", right)
+        return read_at(folder_fd, name, shown, *limit)
+
+    monkeypatch.setattr(grader, "entry", swapped_first)
+    monkeypatch.setattr(grader, "read_at", eve_swapped_first)
+    for by_path_descriptor in (True, False):
+        texts = dict(grader.submissions("ppo_gae", folder))
+        assert texts == {
+            "bob": {"ppo_gae": "bob.py: a symbolic link, not read"},
+            "cy": {"ppo_gae": "cy: a symbolic link, not read"},
+            "dee": {"ppo_gae": "cannot read dee/ppo_gae.py: a symbolic link"},
+            "eve": {"ppo_gae": blank},
+        }, by_path_descriptor
+        if by_path_descriptor:
+            rows = grader.graded("ppo_gae", list(texts.items()), 5.0, 1024, grader.sandbox())
+            assert [passed for _, passed, _ in rows] == [0, 0, 0, 0]
+        for place, _ in swaps.values():  # the same folder again, for the other way
+            place.unlink()
+            (tmp_path / f"was-{place.parent.name}-{place.name}").rename(place)
+        (folder / "eve").unlink()
+        (tmp_path / "was-handed_in-eve").rename(folder / "eve")
+        monkeypatch.setattr(grader, "BY_PATH_DESCRIPTOR", False)
 
 
 # What a second class tried (issue 64's attack review): each ends as a ✗ or a row of its own.
