@@ -1484,29 +1484,56 @@ IGNORABLE = (  # Unicode's default-ignorable code points, and the blank braille 
 
 
 def alike(names):
-    """The places of the names that may look the same as another as printed: after NFKC, of
-    one length, and at each place the same character, or two of different scripts of which
-    one at least is past ASCII (a Cyrillic а for an a, a Greek Α for a Cyrillic А, a Lisu or
-    Carian letter for a Latin one): any script may hold a look-alike of another's letter, and
-    two names of one script (two Chinese names) differ where they differ."""
-    shown = [unicodedata.normalize("NFKC", name) for name in names]
-    return {
-        i
-        for i, one in enumerate(shown)
-        for j, other in enumerate(shown)
-        if i != j
-        and len(one) == len(other)
-        and all(
-            a == b or (not (a.isascii() and b.isascii()) and script(a) != script(b))
-            for a, b in zip(one, other, strict=True)
+    """The places of the names that may look the same as another as printed: those that share
+    a confusable skeleton (Unicode's UTS #39), within one script too (a Latin ɡ, U+0261, for a
+    g; a ǀ, U+01C0, for an l) as across scripts (a Cyrillic а for an a); two different Chinese
+    names do not. Grouped by skeleton in one pass, one skeleton a name."""
+    groups = {}  # skeleton: the places of the names that have it
+    for place, name in enumerate(names):
+        groups.setdefault(skeleton(name), []).append(place)
+    return {place for places in groups.values() if len(places) > 1 for place in places}
+
+
+def skeleton(text):
+    """UTS #39's skeleton of text: its NFD, without default-ignorable code points, each
+    character replaced by its prototype, in NFD again. Two strings that print alike share it."""
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if not unseen(c))
+    table = prototypes()
+    return unicodedata.normalize("NFD", "".join(table.get(c, c) for c in text))
+
+
+@cache
+def prototypes():
+    """{character: its prototype}, from Unicode's confusables.txt (UTS #39) as the package
+    confusable-homoglyphs ships it (requirements.txt): a JSON in which each line of the file,
+    "source → prototype", is listed both ways, each side as the file's comment prints it
+    (right-to-left text between LRM marks, dropped here). A source is one character and lists
+    one entry, its prototype; the other side is the prototype where it is longer than one
+    character, lists more sources, is part of a longer prototype, or where the source changes
+    under NFD (prototypes are in NFD). Where none of these tells (two characters that list
+    only each other), either is taken: the two share a skeleton either way."""
+    from importlib import resources
+
+    source = resources.files("confusable_homoglyphs").joinpath("confusables.json")
+    sides = {}  # each side of a line: the other sides of its lines
+    for side, others in json.loads(source.read_text(encoding="utf-8")).items():
+        sides.setdefault(side.replace("\u200e", ""), []).extend(
+            other["c"].replace("\u200e", "") for other in others
         )
-    }
-
-
-def script(character):
-    """The first word of a character's Unicode name: its script for a letter (LATIN, GREEK,
-    CJK), its kind for the rest (DIGIT, HYPHEN-MINUS)."""
-    return unicodedata.name(character, "").split(" ")[0]
+    within = {character for side in sides if len(side) > 1 for character in side}
+    table = {}
+    for side, others in sides.items():
+        if len(side) > 1 or len(others) > 1 or side in within:
+            continue  # a prototype
+        (other,) = others
+        unsure = len(other) == 1 and len(sides.get(other, ())) == 1 and other not in within
+        if (
+            unsure
+            and max(side, other, key=lambda c: (unicodedata.is_normalized("NFD", c), c)) == side
+        ):
+            continue  # a pair that says no direction: its one in NFD, else its larger, is taken
+        table[side] = other
+    return table
 
 
 def submissions(rung, folder):
@@ -1527,9 +1554,12 @@ def submissions(rung, folder):
     finally:
         os.close(top)
     names = [one_line(name, 80) for name, _, _ in found]
-    while marked := alike(names):  # until none: a mark may look like another's name
-        names = [ascii(found[i][1]) if i in marked else name for i, name in enumerate(names)]
-    return [(name, texts) for name, (_, _, texts) in zip(names, found, strict=True)]
+    while True:  # until no mark looks like another's name (nor two marks alike: m.py, rn.py)
+        marked = alike(names)
+        shown = [ascii(found[i][1]) if i in marked else name for i, name in enumerate(names)]
+        if shown == names:
+            return [(name, texts) for name, (_, _, texts) in zip(names, found, strict=True)]
+        names = shown
 
 
 def entry(rung, top, name):
@@ -1641,9 +1671,19 @@ def table_file(csv_path, folder):
     return file, entry, made
 
 
+NO_TABLE = (
+    "the folder mode needs confusable-homoglyphs, Unicode's table of names that print alike "
+    "(pip install -r requirements.txt)"
+)
+
+
 def grade_folder(rung, folder, csv_path, limit, memory, trusted):
     if not Path(folder).is_dir():
         fail(f"no folder {folder}")
+    try:
+        prototypes()
+    except ImportError:
+        fail(NO_TABLE)
     for place in [folder, *([Path(csv_path).resolve().parent] if csv_path else [])]:
         if shown_folder(place):  # the hand-ins or grades beside them: every student's to read
             why = f"{shown_folder(place)}, which every student's sandbox shows, read-only"
@@ -1738,7 +1778,8 @@ def setting(name):
 
 def doctor():
     """What this machine gives grading, one line an item (✓ or ✗), before a class is graded:
-    0 where a child can run in the sandbox, else 1 (the folder mode refuses without --trusted)."""
+    0 where a class can be graded in the sandbox, else 1 (no sandbox: the folder mode refuses
+    without --trusted; no table of names: it refuses)."""
     lines, root = [], os.geteuid() == 0
     versions = f"torch {torch.__version__}, numpy {np.__version__}"
     lines.append(f"✓ python: {platform.python_version()} at {sys.executable}, {versions}")
@@ -1814,6 +1855,15 @@ def doctor():
             "✗ memory accounting: the limits of each process alone, no cgroup this user may "
             "make (what they miss: exercises/README.md, Memory)"
         )
+    try:
+        from importlib.metadata import version
+
+        table = f"{len(prototypes()):,} characters"
+        package = f"confusable-homoglyphs {version('confusable-homoglyphs')}"
+        lines.append(f"✓ names: Unicode's table of those that print alike, {table} ({package})")
+    except ImportError:
+        lines.append(f"✗ names: {NO_TABLE}")
+        way = None
     for line in lines:
         print(line)
     return 0 if way is not None else 1

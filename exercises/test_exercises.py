@@ -2373,7 +2373,7 @@ def test_a_teachers_install_without_ruff_grades_notebooks_in_a_folder_and_by_fil
 
 
 DOCTOR = ["python", "bubblewrap", "user namespaces", "sandbox", "seccomp filter", "cgroup"]
-DOCTOR += ["memory accounting"]
+DOCTOR += ["memory accounting", "names"]
 
 
 def test_the_doctor_says_what_this_machine_gives_grading_one_line_an_item(
@@ -3216,6 +3216,69 @@ def test_names_alike_in_any_two_scripts_are_marked_and_two_chinese_names_are_not
             "李娜",
         ]
     ), names
+
+
+def test_names_alike_within_one_script_are_marked_by_unicodes_table(tmp_path):
+    """UTS #39's skeleton: aǀice (U+01C0) beside alice, ɡreg (U+0261) beside greg, rn beside m,
+    each marked; bob, and amy beside arny's mark, as they are (the marks of m and rn still
+    look alike, and the marking ends)."""
+    for name in ["alice", "a\u01c0ice", "greg", "\u0261reg", "m", "rn", "bob"]:
+        (tmp_path / f"{name}.py").write_text("")
+    names = [name for name, _ in grader.submissions("vpg", tmp_path)]
+    assert sorted(names) == sorted(
+        ["'alice.py'", "'a\\u01c0ice.py'", "'greg.py'", "'\\u0261reg.py'", "'m.py'", "'rn.py'"]
+        + ["bob"]
+    ), names
+
+
+def test_the_table_of_names_is_unicodes_confusables_from_the_pinned_package():
+    """The prototypes are confusables.txt's (as confusable-homoglyphs 3.3.1 ships it: 6,307
+    lines), its lines read the right way round: a source to its prototype, which maps to
+    nothing; the version is requirements.txt's pin."""
+    from importlib.metadata import version
+
+    pins = (ROOT / "requirements.txt").read_text().splitlines()
+    assert f"confusable-homoglyphs=={version('confusable-homoglyphs')}" in pins
+    table = grader.prototypes()
+    assert len(table) == 6307
+    lines = {"\u01c0": "l", "\u0261": "g", "\u0430": "a", "1": "l", "I": "l", "m": "rn"}
+    lines |= {"0": "O", "\u0391": "A", "\u13aa": "A", "\u2f47": "\u65e5", "\uff41": "a"}
+    assert {source: table.get(source) for source in lines} == lines
+    assert not {"l", "a", "g", "A", "O", "r", "n", "\u65e5"} & set(table)  # prototypes
+    assert not [c for c, prototype in table.items() if table.get(prototype) == c]  # no 2-cycle
+    assert grader.skeleton("aǀice") == grader.skeleton("alice") == "alice"
+    assert grader.skeleton("张伟") != grader.skeleton("李娜")
+
+
+def test_names_are_grouped_by_skeleton_in_one_pass(monkeypatch):
+    """10,000 names: one skeleton each (never a pair compared), the alike ones found."""
+    names = [f"s{k:05d}" for k in range(10_000)]  # 0 and 1 have O and l as prototypes
+    names[7] = "s0000l"  # beside s00001
+    names[9_999] = "\u0455" + names[42][1:]  # a Cyrillic ѕ: beside s00042
+    calls = []
+    skeleton = grader.skeleton
+
+    def counted(name):
+        calls.append(name)
+        return skeleton(name)
+
+    monkeypatch.setattr(grader, "skeleton", counted)
+    assert grader.alike(names) == {1, 7, 42, 9_999}
+    assert sorted(calls) == sorted(names)
+
+
+def test_the_folder_mode_without_the_table_of_names_says_so_in_one_line(
+    tmp_path, capsys, monkeypatch
+):
+    (tmp_path / "ada.py").write_text("")
+    monkeypatch.setitem(sys.modules, "confusable_homoglyphs", None)  # as if not installed
+    grader.prototypes.cache_clear()
+    try:
+        code, lines = grade_args(capsys, "vpg", "--folder", str(tmp_path), "--trusted")
+    finally:
+        grader.prototypes.cache_clear()
+    assert code == 2 and lines == [f"check.py: error: {grader.NO_TABLE}"]
+    assert "pip install -r requirements.txt" in lines[0]
 
 
 def test_the_csv_path_is_a_file_of_the_graders_own_and_claimed_before_anyone_is_graded(
