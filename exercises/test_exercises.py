@@ -2372,6 +2372,31 @@ def test_a_teachers_install_without_ruff_grades_notebooks_in_a_folder_and_by_fil
     assert done.stdout.splitlines()[-1] == f"{total} of {total} functions passed"
 
 
+@needs_sandbox
+def test_a_class_of_five_rungs_a_folder_or_a_notebook_each_is_graded_with_all(tmp_path):
+    """check.py all --folder: ada's folder holds the five files (reinforce.py blank), bo's
+    one file, gina hands in a notebook; a .py file beside them is no hand-in for all."""
+    nbformat = pytest.importorskip("nbformat")
+    folder = tmp_path / "handed_in"
+    for name in ["ada", "bo"]:
+        (folder / name).mkdir(parents=True)
+    for rung in exercise_cases.EXERCISES:
+        solved = rung != "reinforce"
+        (folder / "ada" / f"{rung}.py").write_text(exercise_maker.exercise(rung, solved=solved))
+    (folder / "bo" / "vpg.py").write_text(exercise_maker.exercise("vpg", solved=True))
+    (folder / "cy.py").write_text(exercise_maker.exercise("vpg", solved=True))
+    nbformat.write(solved_notebook(), folder / "gina.ipynb")
+    done = cli([str(ROOT / "exercises" / "check.py"), "all", "--folder", str(folder)], tmp_path)
+    total = sum(map(len, exercise_cases.EXERCISES.values()))
+    rows = {line.split()[0]: line.split()[1:4] for line in done.stdout.splitlines()[1:]}
+    assert done.returncode == 1 and done.stderr == "", done.stdout + done.stderr
+    assert rows == {
+        "ada": [str(total - 2), "of", str(total)],
+        "bo": ["1", "of", str(total)],
+        "gina": [str(total), "of", str(total)],
+    }, done.stdout
+
+
 DOCTOR = ["python", "bubblewrap", "user namespaces", "sandbox", "seccomp filter", "cgroup"]
 DOCTOR += ["memory accounting", "names"]
 
