@@ -1383,6 +1383,8 @@ def read_hand_in(path, limit=FILE_LIMIT):
     time."""
     try:
         folder = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return Unreadable(f"{path}: no such file")
     except OSError as error:
         return Unreadable(f"cannot read {path}: {error.strerror}")
     try:
@@ -1527,10 +1529,8 @@ def prototypes():
             continue  # a prototype
         (other,) = others
         unsure = len(other) == 1 and len(sides.get(other, ())) == 1 and other not in within
-        if (
-            unsure
-            and max(side, other, key=lambda c: (unicodedata.is_normalized("NFD", c), c)) == side
-        ):
+        taken = max(side, other, key=lambda c: (unicodedata.is_normalized("NFD", c), c))
+        if unsure and taken == side:
             continue  # a pair that says no direction: its one in NFD, else its larger, is taken
         table[side] = other
     return table
@@ -1815,9 +1815,9 @@ def doctor():
         lines.append(f"✗ user namespaces: off ({', '.join(shut)}): bubblewrap needs them")
     way = sandbox()
     if way is not None:
-        who = "nobody, through setpriv" if way.wrap else "nobody" if way.user else "this user"
-        how = "as root" if root else "in a user namespace"
-        lines.append(f"✓ sandbox: bubblewrap starts here {how}; the child is {who}, no capability")
+        how = "as root, the child nobody (setpriv)" if way.wrap else "in a user namespace"
+        how += ", as nobody" if way.user else ""
+        lines.append(f"✓ sandbox: bubblewrap starts here {how}, no capability")
     elif bwrap is not None:
         lines.append(
             "✗ sandbox: bubblewrap cannot start here (in a container: docker run --security-opt "

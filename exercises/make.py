@@ -9,7 +9,7 @@ Each exercise keeps the script's name, signature and docstring, and its body bec
 `raise NotImplementedError("a one-line hint")`. A method stays in its class, written out with
 the class's other methods; what the code needs from the script (imports, helpers such as
 layer_init) is copied in with it. Each is laid out as `ruff format` writes it; make.py checks
-that with ruff (requirements-dev.txt), the grader needs no ruff.
+that with ruff (requirements-dev.txt); the grader needs none.
 """
 
 import argparse
