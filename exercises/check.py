@@ -4,8 +4,10 @@ script's own function on random inputs of train()'s contract, values and gradien
 
     python exercises/check.py reinforce                        # exercises/reinforce.py
     python exercises/check.py ppo_gae --file alice/ppo_gae.py  # a copy handed in
+    python exercises/check.py ppo_gae --file exercises.ipynb   # a notebook's functions
     python exercises/check.py all                              # every rung: "7 of 10 functions"
     python exercises/check.py ppo_gae --folder handed_in --csv grades.csv  # a row per student
+    python exercises/check.py --doctor                         # before a class: this machine
 
 One line per function: passed (with the number of cases), not written yet, or failed (the case,
 what was expected, what came back, and the mistake in words where a known one explains every
@@ -1333,7 +1335,7 @@ def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None, memory=MEMORY_LI
     child from its text read now. A file that cannot be read: exit 2 (strict), or a failed line
     per function."""
     names = [n for n in cases.EXERCISES[rung] if only in (None, n)]
-    text = read_hand_in(path)
+    text = read_file(path)
     why = text if isinstance(text, Unreadable) else None
     if why is None:
         bwrap = sandbox()
@@ -1380,30 +1382,95 @@ def read_hand_in(path, limit=FILE_LIMIT):
     Unreadable(why). Nothing here parses or compiles it: the child does, on the student's
     time."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        folder = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
     except FileNotFoundError:
         return Unreadable(f"{path}: no such file")
     except OSError as error:
-        why = "a symbolic link" if os.path.islink(path) else error.strerror
-        return Unreadable(f"cannot read {path}: {why}")
+        return Unreadable(f"cannot read {path}: {error.strerror}")
+    try:
+        return read_at(folder, os.path.basename(path), path, limit)
+    finally:
+        os.close(folder)
+
+
+BY_PATH_DESCRIPTOR = hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd")  # Linux's way
+
+
+def entry_at(folder, name):
+    """(a descriptor of the entry `name` of the open folder `folder`, open for reading, or None
+    where it is neither a regular file nor a folder; its status). The name is looked up once,
+    its last link not followed: what is read is what was looked at. Where the kernel has O_PATH
+    (Linux), the entry is opened for no reading, its status read from that descriptor, then
+    that same file opened for reading through /proc: a symbolic link, a FIFO (whose writer
+    would wake), a device or a socket is looked at, never opened. Elsewhere (macOS) it is
+    looked at, opened without following, and refused if the two differ."""
+    if BY_PATH_DESCRIPTOR:
+        look = os.open(name, os.O_PATH | os.O_NOFOLLOW, dir_fd=folder)
+        try:
+            status = os.fstat(look)
+            if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
+                return None, status
+            return os.open(f"/proc/self/fd/{look}", os.O_RDONLY | os.O_NONBLOCK), status
+        finally:
+            os.close(look)
+    status = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
+        return None, status
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    opened = os.open(name, flags | os.O_DIRECTORY * stat.S_ISDIR(status.st_mode), dir_fd=folder)
+    now = os.fstat(opened)
+    if (now.st_dev, now.st_ino) != (status.st_dev, status.st_ino):
+        os.close(opened)
+        raise OSError(errno.ESTALE, "changed while it was read")
+    return opened, status
+
+
+def read_at(folder, name, shown, limit=FILE_LIMIT):
+    """The text of the regular file `name` of the open folder `folder` (shown as `shown`), or
+    Unreadable(why)."""
+    try:
+        descriptor, status = entry_at(folder, name)
+    except FileNotFoundError:
+        return Unreadable(f"{shown}: no such file")
+    except OSError as error:
+        return Unreadable(f"cannot read {shown}: {error.strerror}")
+    return text_of(descriptor, status, shown, limit)
+
+
+def text_of(descriptor, status, shown, limit):
+    """The text of the regular file entry_at() gave (descriptor, status), read from that
+    descriptor, which is closed here, or Unreadable(why)."""
+    if descriptor is not None and not stat.S_ISREG(status.st_mode):  # a folder
+        os.close(descriptor)
+        descriptor = None
+    if descriptor is None:
+        why = "a symbolic link" if stat.S_ISLNK(status.st_mode) else "not a regular file"
+        return Unreadable(f"cannot read {shown}: {why}")
     with os.fdopen(descriptor, "rb") as file:
-        status = os.fstat(file.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            return Unreadable(f"cannot read {path}: not a regular file")
         if status.st_size > limit:
-            return Unreadable(f"cannot read {path}: {status.st_size:,} bytes, over {limit:,}")
+            return Unreadable(f"cannot read {shown}: {status.st_size:,} bytes, over {limit:,}")
         data = file.read(limit + 1)
     if len(data) > limit:
-        return Unreadable(f"cannot read {path}: over {limit:,} bytes")
+        return Unreadable(f"cannot read {shown}: over {limit:,} bytes")
     try:
         return data.decode()
     except UnicodeDecodeError as error:
-        return Unreadable(f"cannot read {path}: {type(error).__name__}: {error}")
+        return Unreadable(f"cannot read {shown}: {type(error).__name__}: {error}")
+
+
+def read_file(path):
+    """A hand-in named by its path: a notebook (a .ipynb file, read as Notebook, up to 64 times
+    FILE_LIMIT) or a .py file's text, or Unreadable(why)."""
+    if Path(path).suffix != ".ipynb":
+        return read_hand_in(path)
+    text = read_hand_in(path, 64 * FILE_LIMIT)
+    return text if isinstance(text, Unreadable) else Notebook(text)
 
 
 @cache
 def template(rung):
-    """exercises/RUNG.py as make.py writes it: blank, whatever the copy on disk holds."""
+    """exercises/RUNG.py as make.py writes it: blank, whatever the copy on disk holds. Built
+    without ruff, which a teacher's install has not (make.py's test keeps the two texts one)."""
     import make  # exercises/make.py, beside this file
 
     return make.exercise(rung)
@@ -1419,73 +1486,117 @@ IGNORABLE = (  # Unicode's default-ignorable code points, and the blank braille 
 
 
 def alike(names):
-    """The places of the names that may look the same as another as printed: after NFKC, of
-    one length, and at each place the same character, or two of different scripts of which
-    one at least is past ASCII (a Cyrillic а for an a, a Greek Α for a Cyrillic А, a Lisu or
-    Carian letter for a Latin one): any script may hold a look-alike of another's letter, and
-    two names of one script (two Chinese names) differ where they differ."""
-    shown = [unicodedata.normalize("NFKC", name) for name in names]
-    return {
-        i
-        for i, one in enumerate(shown)
-        for j, other in enumerate(shown)
-        if i != j
-        and len(one) == len(other)
-        and all(
-            a == b or (not (a.isascii() and b.isascii()) and script(a) != script(b))
-            for a, b in zip(one, other, strict=True)
+    """The places of the names that may look the same as another as printed: those that share
+    a confusable skeleton (Unicode's UTS #39), within one script too (a Latin ɡ, U+0261, for a
+    g; a ǀ, U+01C0, for an l) as across scripts (a Cyrillic а for an a); two different Chinese
+    names do not. Grouped by skeleton in one pass, one skeleton a name."""
+    groups = {}  # skeleton: the places of the names that have it
+    for place, name in enumerate(names):
+        groups.setdefault(skeleton(name), []).append(place)
+    return {place for places in groups.values() if len(places) > 1 for place in places}
+
+
+def skeleton(text):
+    """UTS #39's skeleton of text: its NFD, without default-ignorable code points, each
+    character replaced by its prototype, in NFD again. Two strings that print alike share it."""
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if not unseen(c))
+    table = prototypes()
+    return unicodedata.normalize("NFD", "".join(table.get(c, c) for c in text))
+
+
+@cache
+def prototypes():
+    """{character: its prototype}, from Unicode's confusables.txt (UTS #39) as the package
+    confusable-homoglyphs ships it (requirements.txt): a JSON in which each line of the file,
+    "source → prototype", is listed both ways, each side as the file's comment prints it
+    (right-to-left text between LRM marks, dropped here). A source is one character and lists
+    one entry, its prototype; the other side is the prototype where it is longer than one
+    character, lists more sources, is part of a longer prototype, or where the source changes
+    under NFD (prototypes are in NFD). Where none of these tells (two characters that list
+    only each other), either is taken: the two share a skeleton either way."""
+    from importlib import resources
+
+    source = resources.files("confusable_homoglyphs").joinpath("confusables.json")
+    sides = {}  # each side of a line: the other sides of its lines
+    for side, others in json.loads(source.read_text(encoding="utf-8")).items():
+        sides.setdefault(side.replace("\u200e", ""), []).extend(
+            other["c"].replace("\u200e", "") for other in others
         )
-    }
-
-
-def script(character):
-    """The first word of a character's Unicode name: its script for a letter (LATIN, GREEK,
-    CJK), its kind for the rest (DIGIT, HYPHEN-MINUS)."""
-    return unicodedata.name(character, "").split(" ")[0]
+    within = {character for side in sides if len(side) > 1 for character in side}
+    table = {}
+    for side, others in sides.items():
+        if len(side) > 1 or len(others) > 1 or side in within:
+            continue  # a prototype
+        (other,) = others
+        unsure = len(other) == 1 and len(sides.get(other, ())) == 1 and other not in within
+        taken = max(side, other, key=lambda c: (unicodedata.is_normalized("NFD", c), c))
+        if unsure and taken == side:
+            continue  # a pair that says no direction: its one in NFD, else its larger, is taken
+        table[side] = other
+    return table
 
 
 def submissions(rung, folder):
-    """[(student, path)]: FOLDER/NAME/RUNG.py (for all, FOLDER/NAME/), FOLDER/NAME.py or
-    FOLDER/NAME.ipynb; what is none of these but looks handed in, with why it is not read.
-    Each student's name as the table prints it: escaped, cut to 80 characters; where two would
-    still look alike, each their entry's whole name, every character past ASCII escaped."""
-    found = []  # (student, their entry's name, their file or why it is not read)
-    for entry in sorted(Path(folder).iterdir()):
-        try:
-            if entry.is_symlink():
-                why = Unreadable(f"{entry.name}: a symbolic link, not read")
-                found.append((entry.stem, entry.name, why))
-            elif entry.is_dir() and (rung == "all" or (entry / f"{rung}.py").exists()):
-                found.append(
-                    (entry.name, entry.name, entry if rung == "all" else entry / f"{rung}.py")
-                )
-            elif entry.suffix == ".ipynb" or (rung != "all" and entry.suffix == ".py"):
-                found.append((entry.stem, entry.name, entry))
-        except Exception as error:  # noqa: BLE001  (a folder the teacher cannot read, say)
-            why = getattr(error, "strerror", None) or type(error).__name__
-            found.append((entry.name, entry.name, Unreadable(f"{entry.name}: {why}")))
-    names = [one_line(name, 80) for name, _, _ in found]
-    while marked := alike(names):  # until none: a mark may look like another's name
-        names = [ascii(found[i][1]) if i in marked else name for i, name in enumerate(names)]
-    return [(name, path) for name, (_, _, path) in zip(names, found, strict=True)]
-
-
-def snapshot(rung, path):
-    """{rung: the text of the student's file, a Notebook, or Unreadable(why)}, read before any
-    student's code runs. Any error reading it is this student's alone."""
-    rungs = list(cases.EXERCISES) if rung == "all" else [rung]
+    """[(student, {rung: the text of their file, a Notebook, or Unreadable(why)})], read now,
+    before any student's code runs: FOLDER/NAME/RUNG.py (for all, FOLDER/NAME/), FOLDER/NAME.py
+    or FOLDER/NAME.ipynb, and what looks handed in but is not read, with why. The folder is
+    opened once; each entry is found by its name in it, and each file by its name in its
+    entry's folder, none followed (entry()): a student who swaps their entry for a symbolic
+    link after the listing gets a row that says so, never the file it reaches. Each student's
+    name as the table prints it: escaped, cut to 80 characters; where two would still look
+    alike, each their entry's whole name, every character past ASCII escaped."""
     try:
-        if isinstance(path, Unreadable):
-            return {r: path for r in rungs}
-        if path.suffix == ".ipynb":
-            text = read_hand_in(path, 64 * FILE_LIMIT)
-            text = text if isinstance(text, Unreadable) else Notebook(text)
-            return {r: text for r in rungs}
-        files = {r: Path(path) / f"{r}.py" for r in rungs} if rung == "all" else {rung: path}
-        return {r: read_hand_in(file) for r, file in files.items()}
+        top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as error:
+        fail(f"cannot read {folder}: {error.strerror}")
+    try:
+        found = [each for name in sorted(os.listdir(top)) if (each := entry(rung, top, name))]
+    finally:
+        os.close(top)
+    names = [one_line(name, 80) for name, _, _ in found]
+    while True:  # until no mark looks like another's name (nor two marks alike: m.py, rn.py)
+        marked = alike(names)
+        shown = [ascii(found[i][1]) if i in marked else name for i, name in enumerate(names)]
+        if shown == names:
+            return [(name, texts) for name, (_, _, texts) in zip(names, found, strict=True)]
+        names = shown
+
+
+def entry(rung, top, name):
+    """(student, the entry's name, {rung: text, Notebook or Unreadable(why)}) for the entry
+    `name` of the open class folder `top`, or None where it is no hand-in (a folder without
+    RUNG.py, a file of another kind). Any error reading it is this student's alone."""
+    rungs = list(cases.EXERCISES) if rung == "all" else [rung]
+    stem, suffix = os.path.splitext(name)
+    handed_in = suffix == ".ipynb" or (rung != "all" and suffix == ".py")
+    try:
+        descriptor, status = entry_at(top, name)
+    except FileNotFoundError:  # gone since the listing
+        return (stem, name, dict.fromkeys(rungs, Unreadable(f"{name}: no such file")))
+    except OSError as error:  # a folder the teacher cannot read, say
+        return (name, name, dict.fromkeys(rungs, Unreadable(f"{name}: {error.strerror}")))
+    if stat.S_ISLNK(status.st_mode):
+        return (stem, name, dict.fromkeys(rungs, Unreadable(f"{name}: a symbolic link, not read")))
+    try:
+        if stat.S_ISDIR(status.st_mode):
+            inside = os.listdir(descriptor)
+            if rung == "all" or f"{rung}.py" in inside:
+                texts = {r: read_at(descriptor, f"{r}.py", f"{name}/{r}.py") for r in rungs}
+                return (name, name, texts)
+        if not handed_in:
+            return None
+        limit = 64 * FILE_LIMIT if suffix == ".ipynb" else FILE_LIMIT
+        held, descriptor = descriptor, None  # text_of() closes it
+        text = text_of(held, status, name, limit)
+        if suffix == ".ipynb" and not isinstance(text, Unreadable):
+            text = Notebook(text)
+        return (stem, name, dict.fromkeys(rungs, text))
     except Exception as error:  # noqa: BLE001  (whatever it was, this student's row says it)
         why = Unreadable(f"the grader could not read it: {type(error).__name__}")
-        return {r: why for r in rungs}
+        return (name, name, dict.fromkeys(rungs, why))
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)
 
 
 def grade_student(texts, limit, memory, bwrap):
@@ -1560,9 +1671,19 @@ def table_file(csv_path, folder):
     return file, entry, made
 
 
+NO_TABLE = (
+    "the folder mode needs confusable-homoglyphs, Unicode's table of names that print alike "
+    "(pip install -r requirements.txt)"
+)
+
+
 def grade_folder(rung, folder, csv_path, limit, memory, trusted):
     if not Path(folder).is_dir():
         fail(f"no folder {folder}")
+    try:
+        prototypes()
+    except ImportError:
+        fail(NO_TABLE)
     for place in [folder, *([Path(csv_path).resolve().parent] if csv_path else [])]:
         if shown_folder(place):  # the hand-ins or grades beside them: every student's to read
             why = f"{shown_folder(place)}, which every student's sandbox shows, read-only"
@@ -1602,10 +1723,9 @@ def grade_folder(rung, folder, csv_path, limit, memory, trusted):
 
 def graded(rung, students, limit, memory, bwrap):
     """The table's rows, printed: (student, functions passed, [(key, status, line)])."""
-    texts = {student: snapshot(rung, path) for student, path in students}  # before any runs
     rows = []
-    for student, _ in students:
-        results = grade_student(texts[student], limit, memory, bwrap)
+    for student, texts in students:  # each read whole by submissions(), before any runs
+        results = grade_student(texts, limit, memory, bwrap)
         rows.append((student, sum(s == "✓" for _, s, _ in results), results))
     width = max(len("student"), *(len(student) for student, _, _ in rows))
     print(f"{'student':<{width}}  {'passed':<10}  not passed")
@@ -1648,6 +1768,107 @@ def mebibytes(text):
     return value
 
 
+def setting(name):
+    """A kernel setting under /proc/sys (name as sysctl writes it), or None where it is absent."""
+    try:
+        return Path("/proc/sys", *name.split(".")).read_text().strip()
+    except OSError:
+        return None
+
+
+def doctor():
+    """What this machine gives grading, one line an item (✓ or ✗), before a class is graded:
+    0 where a class can be graded in the sandbox, else 1 (no sandbox: the folder mode refuses
+    without --trusted; no table of names: it refuses)."""
+    lines, root = [], os.geteuid() == 0
+    versions = f"torch {torch.__version__}, numpy {np.__version__}"
+    lines.append(f"✓ python: {platform.python_version()} at {sys.executable}, {versions}")
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        lines.append("✗ bubblewrap: not installed (sudo apt-get install bubblewrap)")
+    else:
+        try:
+            done = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=60)
+            version = done.stdout.strip() or "its version unknown"
+        except (OSError, subprocess.SubprocessError):
+            version = "its version unknown"
+        lines.append(f"✓ bubblewrap: {version} at {bwrap}")
+    userns = {
+        name: setting(name)
+        for name in (
+            "user.max_user_namespaces",
+            "kernel.unprivileged_userns_clone",  # Debian's switch
+            "kernel.apparmor_restrict_unprivileged_userns",  # Ubuntu's, from 23.10
+        )
+    }
+    shut = [
+        f"{name} {value}"
+        for name, value in userns.items()
+        if value == ("1" if "apparmor" in name else "0")
+    ]
+    if not shut:
+        given = ", ".join(f"{name} {value}" for name, value in userns.items() if value)
+        lines.append(f"✓ user namespaces: a user may make them ({given or 'no setting says no'})")
+    elif root:
+        lines.append(f"✓ user namespaces: off for users ({', '.join(shut)}), not needed as root")
+    else:
+        lines.append(f"✗ user namespaces: off ({', '.join(shut)}): bubblewrap needs them")
+    way = sandbox()
+    if way is not None:
+        how = "as root, the child nobody (setpriv)" if way.wrap else "in a user namespace"
+        how += ", as nobody" if way.user else ""
+        lines.append(f"✓ sandbox: bubblewrap starts here {how}, no capability")
+    elif bwrap is not None:
+        lines.append(
+            "✗ sandbox: bubblewrap cannot start here (in a container: docker run --security-opt "
+            "seccomp=unconfined, as exercises/README.md shows): --folder refuses without --trusted"
+        )
+    else:
+        lines.append("✗ sandbox: none (no bubblewrap): --folder refuses without --trusted")
+    seccomp = setting("kernel.seccomp.actions_avail")
+    bpf = sandbox_filter()
+    if bpf is None:
+        lines.append(f"✗ seccomp filter: none for this machine ({platform.machine()})")
+    elif seccomp is None:
+        lines.append("✗ seccomp filter: this kernel says no seccomp (no kernel.seccomp)")
+    else:
+        size = f"{len(bpf) // 8} instructions"
+        lines.append(f"✓ seccomp filter: {platform.machine()}'s ({size}), on every child")
+    places = [  # (version, this process's cgroup, whether memory is a controller of it)
+        (version, folders[0], version == 1 or "memory" in read(folders[-1] / "cgroup.controllers"))
+        for version, folders in cgroup_places()
+    ]
+    found = ", ".join(
+        f"v{version} at {folder}{'' if memory else ' (no memory controller)'}"
+        for version, folder, memory in places
+    )
+    mark = "✓" if any(memory for *_, memory in places) else "✗"
+    lines.append(f"{mark} cgroup: {found or 'no cgroup v2, nor v1 memory controller, mounted'}")
+    home = cgroup_home()
+    if home is not None:
+        lines.append(
+            f"✓ memory accounting: the kernel's, a cgroup each child made in {home[1]} "
+            f"(cgroup v{home[0]}), and the limits of each process"
+        )
+    else:
+        lines.append(
+            "✗ memory accounting: the limits of each process alone, no cgroup this user may "
+            "make (what they miss: exercises/README.md, Memory)"
+        )
+    try:
+        from importlib.metadata import version
+
+        table = f"{len(prototypes()):,} characters"
+        package = f"confusable-homoglyphs {version('confusable-homoglyphs')}"
+        lines.append(f"✓ names: Unicode's table of those that print alike, {table} ({package})")
+    except ImportError:
+        lines.append(f"✗ names: {NO_TABLE}")
+        way = None
+    for line in lines:
+        print(line)
+    return 0 if way is not None else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         "check.py",
@@ -1656,12 +1877,12 @@ def main(argv=None):
         "runs past it fails with a line that says so, and the grader goes on to the next.",
     )
     rungs = list(cases.EXERCISES)
-    parser.add_argument("rung", help=f"one of: {', '.join(rungs)}; or all, every rung")
+    parser.add_argument("rung", nargs="?", help=f"one of: {', '.join(rungs)}; or all, every rung")
     parser.add_argument(
         "--file",
         metavar="PATH",
-        help="the exercise file to check (default exercises/RUNG.py); "
-        "for all, a folder that holds the RUNG.py files",
+        help="the exercise file to check, RUNG.py or a notebook (.ipynb; default "
+        "exercises/RUNG.py); for all, a notebook or a folder that holds the RUNG.py files",
     )
     parser.add_argument(
         "--folder",
@@ -1691,8 +1912,18 @@ def main(argv=None):
         help="with --folder where no sandbox can start (no bubblewrap): grade anyway, each "
         "file running as you; only for a folder whose every file you trust",
     )
+    parser.add_argument(
+        "--doctor",
+        action="store_true",
+        help="say what this machine gives grading (sandbox, seccomp filter, cgroup, memory "
+        "accounting) and what is missing, one line each; exit 0 where the sandbox can start",
+    )
     parser.add_argument("--only", help=argparse.SUPPRESS)  # one function: a notebook's check
     args = parser.parse_args(argv)
+    if args.doctor:
+        return doctor()
+    if args.rung is None:
+        parser.error("the following arguments are required: rung")
     if args.rung not in rungs and args.rung != "all":
         fail(f"unknown rung {args.rung!r}: one of {', '.join(rungs)}")
     if args.folder and args.file:
@@ -1707,7 +1938,7 @@ def main(argv=None):
     if args.rung == "all":
         where = Path(args.file) if args.file else HERE
         for rung in rungs:
-            path = where / f"{rung}.py"
+            path = where if where.suffix == ".ipynb" else where / f"{rung}.py"
             print(f"== {rung}: {path}")
             for name, passed, line in grade(
                 rung, path, args.time_limit, False, None, args.memory_limit

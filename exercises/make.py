@@ -8,7 +8,8 @@
 Each exercise keeps the script's name, signature and docstring, and its body becomes
 `raise NotImplementedError("a one-line hint")`. A method stays in its class, written out with
 the class's other methods; what the code needs from the script (imports, helpers such as
-layer_init) is copied in with it.
+layer_init) is copied in with it. Each is laid out as `ruff format` writes it; make.py checks
+that with ruff (requirements-dev.txt); the grader needs none.
 """
 
 import argparse
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cases  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+LINE_LENGTH = 100  # pyproject.toml's, which ruff format keeps
 
 HEADER = '''# SPDX-License-Identifier: MIT
 """{rung}.py as exercises: write the body of each function that raises NotImplementedError.
@@ -50,7 +52,10 @@ def blank(lines, node, hint):
         if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
         else doc.lineno - 1
     )
-    return lines[first:keep] + [f'{indent}raise NotImplementedError("{hint}")']
+    raised = f'{indent}raise NotImplementedError("{hint}")'
+    if len(raised) > LINE_LENGTH:  # as ruff format splits it
+        raised = f'{indent}raise NotImplementedError(\n{indent}    "{hint}"\n{indent})'
+    return lines[first:keep] + [raised]
 
 
 def names_used(tree):
@@ -93,11 +98,29 @@ def exercise(rung, solved=False):
         and {(a.asname or a.name).split(".")[0] for a in node.names} & used
     ]
     body = ["\n".join(parts[n]) for n in sorted(parts, key=lambda n: tops[n].lineno)]
-    code = "\n".join(imports) + "\n\n\n" + "\n\n\n".join(body) + "\n"
-    text = HEADER.format(rung=rung) + "\n" + code + FOOTER.format(rung=rung)
+    code = "\n\n\n".join(["\n".join(imports)] + body if imports else body) + "\n"
+    gap = "\n" if imports else "\n\n"  # ruff format's: 1 blank line before imports, 2 before a def
+    return HEADER.format(rung=rung) + gap + code + FOOTER.format(rung=rung)
+
+
+class NoRuff(Exception):
+    """ruff cannot run here: what make.py writes is checked against ruff format's layout."""
+
+
+def formatted(rung, text):
+    """text, the exercise of rung, as ruff format writes it (a test keeps exercise()'s text so
+    already: the grader, which needs no ruff, builds its blank template with exercise())."""
+    try:
+        import ruff  # noqa: F401  (installed: requirements-dev.txt)
+    except ImportError:
+        raise NoRuff("ruff is not installed (pip install -r requirements-dev.txt)") from None
     where = str(HERE / f"{rung}.py")  # ruff finds pyproject.toml from there, wherever we run
-    ruff = [sys.executable, "-m", "ruff", "format", "--stdin-filename", where, "-"]
-    return subprocess.run(ruff, input=text, capture_output=True, text=True, check=True).stdout
+    command = [sys.executable, "-m", "ruff", "format", "--stdin-filename", where, "-"]
+    done = subprocess.run(command, input=text, capture_output=True, text=True)
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise NoRuff(f"ruff format cannot run: {why}")
+    return done.stdout
 
 
 IDEAS = {  # rung: its section's text in exercises.ipynb (the equations are in the docstrings)
@@ -570,7 +593,11 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
-    targets = [(HERE / f"{rung}.py", exercise(rung)) for rung in cases.EXERCISES]
+    try:
+        targets = [(HERE / f"{r}.py", formatted(r, exercise(r))) for r in cases.EXERCISES]
+    except NoRuff as error:
+        print(f"make.py: error: {error}", file=sys.stderr)
+        return 2
     targets.append((HERE.parent / "exercises.ipynb", notebook()))
     stale = [
         (path, text) for path, text in targets if not path.exists() or path.read_text() != text

@@ -20,10 +20,12 @@ import os
 import platform
 import re
 import shutil
+import socket
 import string
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -2300,6 +2302,238 @@ def test_make_writes_a_missing_file_but_never_over_a_students_work_without_force
     assert {path: path.read_text() for path in made} == made
 
 
+def without_ruff(tmp_path):
+    """The environment of a `python ...` in which ruff is not installed, as after the README's
+    teacher's install (requirements.txt): a package ruff first on the path that cannot be
+    imported, so neither `import ruff` nor `python -m ruff` runs; no repository on the path."""
+    shim = tmp_path / "no_ruff" / "ruff"
+    shim.mkdir(parents=True, exist_ok=True)
+    (shim / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'ruff'\")\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return env | {"PYTHONPATH": str(shim.parent)}
+
+
+def run_without_ruff(tmp_path, *argv):
+    return subprocess.run(
+        [sys.executable, *map(str, argv)],
+        cwd=tmp_path, env=without_ruff(tmp_path), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_make_without_ruff_says_so_in_one_line_and_writes_nothing(tmp_path):
+    make = make_in_a_copy(tmp_path)
+    (tmp_path / "exercises" / "ppo.py").unlink()
+    hidden = run_without_ruff(tmp_path, "-m", "ruff", "--version")
+    assert hidden.returncode != 0 and "No module named 'ruff'" in hidden.stderr  # ruff is hidden
+    for argv in [(), ("--check",), ("--force",)]:
+        done = run_without_ruff(tmp_path, tmp_path / "exercises" / "make.py", *argv)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.splitlines() == [
+            "make.py: error: ruff is not installed (pip install -r requirements-dev.txt)"
+        ]
+    assert not (tmp_path / "exercises" / "ppo.py").exists()
+    assert make("--check").returncode == 1  # with ruff: the missing file is seen
+
+
+def test_the_graders_blank_template_is_make_pys_file_as_ruff_writes_it_without_ruff():
+    """The grader fills a notebook's functions into exercise(RUNG), which it builds without ruff;
+    make.py writes and checks the file as ruff formats it: the two are one text (and the same
+    lines, so a notebook's verdicts are the same with or without ruff)."""
+    for rung in exercise_cases.EXERCISES:
+        for solved in (False, True):
+            text = exercise_maker.exercise(rung, solved=solved)
+            assert exercise_maker.formatted(rung, text) == text, (rung, solved)
+        assert grader.template(rung) == (ROOT / "exercises" / f"{rung}.py").read_text()
+
+
+@needs_sandbox
+def test_a_teachers_install_without_ruff_grades_notebooks_in_a_folder_and_by_file(tmp_path):
+    """After `pip install -r requirements.txt` (no ruff): a class with a notebook is graded,
+    and a student checks their notebook with --file (as a notebook, not as Python), for one
+    rung and for all."""
+    nbformat = pytest.importorskip("nbformat")
+    folder, table = tmp_path / "class", tmp_path / "grades.csv"
+    folder.mkdir()
+    nbformat.write(solved_notebook(), folder / "gina.ipynb")
+    (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
+    check = ROOT / "exercises" / "check.py"
+    done = run_without_ruff(tmp_path, check, "ppo_gae", "--folder", folder, "--csv", table)
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    assert done.stdout.splitlines()[1:] == ["ada      2 of 2", "gina     2 of 2"]
+    rows = list(csv.reader(table.open()))
+    assert [row[:3] for row in rows[1:]] == [["ada", "2", "2"], ["gina", "2", "2"]]
+    done = run_without_ruff(tmp_path, check, "ppo_gae", "--file", folder / "gina.ipynb")
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "2 of 2 functions passed"
+    assert [line[:2] for line in done.stdout.splitlines()[:-1]] == ["✓ ", "✓ "]
+    done = run_without_ruff(tmp_path, check, "all", "--file", folder / "gina.ipynb")
+    total = sum(map(len, exercise_cases.EXERCISES.values()))
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"{total} of {total} functions passed"
+
+
+@needs_sandbox
+def test_a_class_of_five_rungs_a_folder_or_a_notebook_each_is_graded_with_all(tmp_path):
+    """check.py all --folder: ada's folder holds the five files (reinforce.py blank), bo's
+    one file, gina hands in a notebook; a .py file beside them is no hand-in for all."""
+    nbformat = pytest.importorskip("nbformat")
+    folder = tmp_path / "handed_in"
+    for name in ["ada", "bo"]:
+        (folder / name).mkdir(parents=True)
+    for rung in exercise_cases.EXERCISES:
+        solved = rung != "reinforce"
+        (folder / "ada" / f"{rung}.py").write_text(exercise_maker.exercise(rung, solved=solved))
+    (folder / "bo" / "vpg.py").write_text(exercise_maker.exercise("vpg", solved=True))
+    (folder / "cy.py").write_text(exercise_maker.exercise("vpg", solved=True))
+    nbformat.write(solved_notebook(), folder / "gina.ipynb")
+    done = cli([str(ROOT / "exercises" / "check.py"), "all", "--folder", str(folder)], tmp_path)
+    total = sum(map(len, exercise_cases.EXERCISES.values()))
+    rows = {line.split()[0]: line.split()[1:4] for line in done.stdout.splitlines()[1:]}
+    assert done.returncode == 1 and done.stderr == "", done.stdout + done.stderr
+    assert rows == {
+        "ada": [str(total - 2), "of", str(total)],
+        "bo": ["1", "of", str(total)],
+        "gina": [str(total), "of", str(total)],
+    }, done.stdout
+
+
+DOCTOR = ["python", "bubblewrap", "user namespaces", "sandbox", "seccomp filter", "cgroup"]
+DOCTOR += ["memory accounting", "names"]
+
+
+def test_the_doctor_says_what_this_machine_gives_grading_one_line_an_item(
+    tmp_path, capsys, monkeypatch
+):
+    """check.py --doctor: a line an item, ✓ or ✗, exit 0 where the sandbox starts, else 1;
+    without bubblewrap, the line says how to install it."""
+    done = cli([str(ROOT / "exercises" / "check.py"), "--doctor"], tmp_path)
+    lines = done.stdout.splitlines()
+    assert done.returncode == (0 if grader.sandbox() is not None else 1), done.stdout
+    assert done.stderr == "" and [line[2:].split(":")[0] for line in lines] == DOCTOR, lines
+    assert all(line[:2] in ("✓ ", "✗ ") for line in lines)
+    assert (lines[3][:2] == "✓ ") == (grader.sandbox() is not None)
+    monkeypatch.setattr(grader.shutil, "which", lambda name: None)
+    monkeypatch.setattr(grader, "sandbox", lambda: None)
+    code, lines = grade_args(capsys, "--doctor")
+    assert code == 1 and len(lines) == len(DOCTOR)
+    assert lines[1] == "✗ bubblewrap: not installed (sudo apt-get install bubblewrap)"
+    assert lines[3].startswith("✗ sandbox: none (no bubblewrap): --folder refuses")
+
+
+def blocked_writer(fifo):
+    """A thread that opens the FIFO at fifo for writing, as a student's process would, and so
+    waits for a reader: the event it returns is set once something opens it for reading."""
+    woke = threading.Event()
+
+    def write():
+        os.close(os.open(fifo, os.O_WRONLY))
+        woke.set()
+
+    threading.Thread(target=write, daemon=True).start()
+    return woke
+
+
+def release(fifo):
+    """Open the FIFO for reading, so that its writer's open() returns and its thread ends."""
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+
+
+def unix_socket(path):
+    with socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(str(path))
+
+
+def test_a_fifo_a_socket_or_a_folder_in_the_class_folder_is_looked_at_never_opened(tmp_path):
+    """A FIFO as a hand-in (fifo.py) or as the file in a student's folder (dan/ppo_gae.py),
+    each with a writer blocked on it, a socket (sock.py), a folder named like a file: each a
+    row that says why, the writers still blocked (nothing opened them for reading)."""
+    folder = tmp_path / "handed_in"
+    (folder / "dan").mkdir(parents=True)
+    (folder / "eve.py").mkdir()
+    (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
+    fifos = [folder / "fifo.py", folder / "dan" / "ppo_gae.py"]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    writers = [blocked_writer(fifo) for fifo in fifos]
+    unix_socket(folder / "sock.py")
+    try:
+        argv = ["ppo_gae", "--folder", str(folder), "--trusted"]
+        done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
+        woke = [writer.wait(1.0) for writer in writers]  # set at once, had anything opened it
+    finally:
+        for fifo in fifos:
+            release(fifo)
+    assert woke == [False, False]
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "ada      2 of 2",
+        *(f"{name:<8} 0 of 2      ✗ compute_gae, ✗ value_loss" for name in ("dan", "eve", "fifo")),
+        "sock     0 of 2      ✗ compute_gae, ✗ value_loss",
+    ]
+    texts = {name: texts["ppo_gae"] for name, texts in grader.submissions("ppo_gae", folder)}
+    assert texts["dan"] == "cannot read dan/ppo_gae.py: not a regular file"
+    assert [texts[name] for name in ("eve", "fifo", "sock")] == [
+        f"cannot read {name}.py: not a regular file" for name in ("eve", "fifo", "sock")
+    ]
+
+
+def test_an_entry_swapped_for_a_link_after_the_listing_is_never_followed(tmp_path, monkeypatch):
+    """Blank hand-ins, each swapped after the folder is listed for a link to a right answer
+    outside it: the file bob.py, the folder cy/, the file in the folder dee/; and eve/, swapped
+    once its folder is open, before its file is read. Each row is the original's (eve's: not
+    written yet) or says it is a link; none is the right answer's. Where the kernel gives no
+    O_PATH (macOS), the entries are looked at, then opened without following: the same rows."""
+    folder, right = tmp_path / "handed_in", tmp_path / "right"
+    right.mkdir()
+    (right / "ppo_gae.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
+    blank = exercise_maker.exercise("ppo_gae")
+    for name in ["cy", "dee", "eve"]:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "ppo_gae.py").write_text(blank)
+    (folder / "bob.py").write_text(blank)
+    swaps = {  # the entry: what is swapped for a link to the right answer
+        "bob.py": (folder / "bob.py", right / "ppo_gae.py"),
+        "cy": (folder / "cy", right),
+        "dee": (folder / "dee" / "ppo_gae.py", right / "ppo_gae.py"),
+    }
+
+    def swap(place, target):
+        place.rename(tmp_path / f"was-{place.parent.name}-{place.name}")
+        place.symlink_to(target)
+
+    entry, read_at = grader.entry, grader.read_at
+
+    def swapped_first(rung, top, name):
+        if name in swaps:
+            swap(*swaps[name])
+        return entry(rung, top, name)
+
+    def eve_swapped_first(folder_fd, name, shown, *limit):
+        if shown == "eve/ppo_gae.py":
+            swap(folder / "eve", right)
+        return read_at(folder_fd, name, shown, *limit)
+
+    monkeypatch.setattr(grader, "entry", swapped_first)
+    monkeypatch.setattr(grader, "read_at", eve_swapped_first)
+    for by_path_descriptor in (True, False):
+        texts = dict(grader.submissions("ppo_gae", folder))
+        assert texts == {
+            "bob": {"ppo_gae": "bob.py: a symbolic link, not read"},
+            "cy": {"ppo_gae": "cy: a symbolic link, not read"},
+            "dee": {"ppo_gae": "cannot read dee/ppo_gae.py: a symbolic link"},
+            "eve": {"ppo_gae": blank},
+        }, by_path_descriptor
+        if by_path_descriptor:
+            rows = grader.graded("ppo_gae", list(texts.items()), 5.0, 1024, grader.sandbox())
+            assert [passed for _, passed, _ in rows] == [0, 0, 0, 0]
+        for place, _ in swaps.values():  # the same folder again, for the other way
+            place.unlink()
+            (tmp_path / f"was-{place.parent.name}-{place.name}").rename(place)
+        (folder / "eve").unlink()
+        (tmp_path / "was-handed_in-eve").rename(folder / "eve")
+        monkeypatch.setattr(grader, "BY_PATH_DESCRIPTOR", False)
+
+
 # What a second class tried (issue 64's attack review): each ends as a ✗ or a row of its own.
 SHARED_INPUT = "    advantages.fill_(0.5)\n    return new_logprobs.sum() * 0\n"
 AGENT_STATE = (
@@ -3007,6 +3241,69 @@ def test_names_alike_in_any_two_scripts_are_marked_and_two_chinese_names_are_not
             "李娜",
         ]
     ), names
+
+
+def test_names_alike_within_one_script_are_marked_by_unicodes_table(tmp_path):
+    """UTS #39's skeleton: aǀice (U+01C0) beside alice, ɡreg (U+0261) beside greg, rn beside m,
+    each marked; bob, and amy beside arny's mark, as they are (the marks of m and rn still
+    look alike, and the marking ends)."""
+    for name in ["alice", "a\u01c0ice", "greg", "\u0261reg", "m", "rn", "bob"]:
+        (tmp_path / f"{name}.py").write_text("")
+    names = [name for name, _ in grader.submissions("vpg", tmp_path)]
+    assert sorted(names) == sorted(
+        ["'alice.py'", "'a\\u01c0ice.py'", "'greg.py'", "'\\u0261reg.py'", "'m.py'", "'rn.py'"]
+        + ["bob"]
+    ), names
+
+
+def test_the_table_of_names_is_unicodes_confusables_from_the_pinned_package():
+    """The prototypes are confusables.txt's (as confusable-homoglyphs 3.3.1 ships it: 6,307
+    lines), its lines read the right way round: a source to its prototype, which maps to
+    nothing; the version is requirements.txt's pin."""
+    from importlib.metadata import version
+
+    pins = (ROOT / "requirements.txt").read_text().splitlines()
+    assert f"confusable-homoglyphs=={version('confusable-homoglyphs')}" in pins
+    table = grader.prototypes()
+    assert len(table) == 6307
+    lines = {"\u01c0": "l", "\u0261": "g", "\u0430": "a", "1": "l", "I": "l", "m": "rn"}
+    lines |= {"0": "O", "\u0391": "A", "\u13aa": "A", "\u2f47": "\u65e5", "\uff41": "a"}
+    assert {source: table.get(source) for source in lines} == lines
+    assert not {"l", "a", "g", "A", "O", "r", "n", "\u65e5"} & set(table)  # prototypes
+    assert not [c for c, prototype in table.items() if table.get(prototype) == c]  # no 2-cycle
+    assert grader.skeleton("aǀice") == grader.skeleton("alice") == "alice"
+    assert grader.skeleton("张伟") != grader.skeleton("李娜")
+
+
+def test_names_are_grouped_by_skeleton_in_one_pass(monkeypatch):
+    """10,000 names: one skeleton each (never a pair compared), the alike ones found."""
+    names = [f"s{k:05d}" for k in range(10_000)]  # 0 and 1 have O and l as prototypes
+    names[7] = "s0000l"  # beside s00001
+    names[9_999] = "\u0455" + names[42][1:]  # a Cyrillic ѕ: beside s00042
+    calls = []
+    skeleton = grader.skeleton
+
+    def counted(name):
+        calls.append(name)
+        return skeleton(name)
+
+    monkeypatch.setattr(grader, "skeleton", counted)
+    assert grader.alike(names) == {1, 7, 42, 9_999}
+    assert sorted(calls) == sorted(names)
+
+
+def test_the_folder_mode_without_the_table_of_names_says_so_in_one_line(
+    tmp_path, capsys, monkeypatch
+):
+    (tmp_path / "ada.py").write_text("")
+    monkeypatch.setitem(sys.modules, "confusable_homoglyphs", None)  # as if not installed
+    grader.prototypes.cache_clear()
+    try:
+        code, lines = grade_args(capsys, "vpg", "--folder", str(tmp_path), "--trusted")
+    finally:
+        grader.prototypes.cache_clear()
+    assert code == 2 and lines == [f"check.py: error: {grader.NO_TABLE}"]
+    assert "pip install -r requirements.txt" in lines[0]
 
 
 def test_the_csv_path_is_a_file_of_the_graders_own_and_claimed_before_anyone_is_graded(
