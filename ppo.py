@@ -9,14 +9,14 @@ PPO takes --update-epochs steps on each batch and removes the incentive to go fa
     L_clip = -mean_t min( rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t )
 
 Once rho_t leaves [1 - eps, 1 + eps] in the direction A_t favours, the clipped term
-wins the min and its gradient is zero: that sample stops pulling. The advantage is
-still A_t = G_t - V(s_t), as in vpg.py (GAE comes in ppo_gae.py); the critic
-regresses on G_t with --train-v-iters steps.
+wins the min and its gradient is zero, so that sample stops pulling. The advantage is
+still A_t = G_t - V(s_t), as in vpg.py, and ppo_gae.py replaces it with a better estimate.
+The critic regresses on G_t with --train-v-iters steps.
 
 Paper: Schulman et al. (2017), "Proximal Policy Optimization Algorithms", arXiv:1707.06347.
 
     python ppo.py                                         # CartPole-v1
-    python ppo.py --clip-coef 0.1 --update-epochs 20
+    python ppo.py --clip-coef 0.1 --update-epochs 20      # watch approx_kl and clipfrac
     tensorboard --logdir runs
 """
 
@@ -41,10 +41,12 @@ try:
 except KeyboardInterrupt:
     if __name__ != "__main__":
         raise  # When this file is imported, the caller handles the Ctrl-C.
-    sys.exit(130)
+    sys.exit(130)  # 130 = 128 + 2 (SIGINT), the exit status of a program ended by Ctrl-C.
 
-# The policy draws Discrete actions 0..n-1 from a categorical; ppo_continuous.py draws Box ones.
-# The support code checks that the env's actions are of this kind.
+# The actions are the integers 0..n-1 (Gymnasium calls this space Discrete), and the policy
+# draws them from a categorical distribution. ppo_continuous.py handles actions that are
+# vectors of real numbers (Gymnasium's Box space). The support code checks that the env's
+# actions are of the kind named here.
 ACTIONS = "Discrete"
 
 
@@ -59,15 +61,24 @@ def hyperparameters(parser):
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
-    arg("--bootstrap-truncation", action=on_off, default=True, help="off: a time limit ends G")
-    arg("--update-epochs", type=positive_int, default=10, help="full-batch policy steps a rollout")
+    arg(
+        "--bootstrap-truncation",
+        action=on_off,
+        default=True,
+        help="complete a return cut by a time limit with gamma * V instead of ending it",
+    )
+    arg(
+        "--update-epochs", type=positive_int, default=10, help="full-batch policy steps per rollout"
+    )
     arg("--clip-coef", type=positive_float, default=0.2, help="epsilon of the clipped ratio")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
 
 
 def flag_conflict(args):
-    """Return why these flags' values cannot go together, in one line, or None if they can."""
-    return None  # No two flags here conflict; ppo_gae.py adds a rule.
+    """Return why these flags' values cannot go together, in one line, or None if they can.
+    parse_args(), in the support code, calls it to refuse such a command line. No two flags
+    of this script conflict, so it always returns None. ppo_gae.py has rules."""
+    return None
 
 
 class Agent(nn.Module):
@@ -92,12 +103,15 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
-        """Return V(x), of shape (B, 1)."""
+        """Return V(x), of shape (B, 1), for x float32 (B, obs_dim)."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
-        The log-prob and the entropy are (B,), and V(x) is (B, 1)."""
+        """Return (a, log pi(a|x), entropy of pi(.|x), V(x)) for a batch of B observations.
+
+        x is float32 (B, obs_dim). With action None, a is sampled from pi(.|x). With action
+        given, long (B,), a is that action, so the update uses this method to score the
+        batch's actions. The log-prob and the entropy are (B,), and V(x) is (B, 1)."""
         # validate_args=False skips the distribution's argument checks, which cost time.
         dist = Categorical(logits=self.actor(x), validate_args=False)
         if action is None:
@@ -140,9 +154,10 @@ def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
 def value_loss(values, returns):
     """L_V = mean_t (G_t - V(s_t))^2, the mean squared error, with no 1/2 in front.
 
-    values (which carries its graph) and returns are float32 (B,). The value steps take L_V
-    alone, so a 1/2 would change nothing: Adam's steps stay the same when a loss is scaled
-    (up to its eps).
+    values (which carries its graph) and returns are float32 (B,). Each value step minimizes
+    L_V alone, and Adam's step does not change when a loss is multiplied by a constant (apart
+    from Adam's own small eps constant, not the clip's eps), so a factor of 1/2 would make no
+    difference.
     """
     return ((returns - values) ** 2).mean()
 
@@ -155,9 +170,9 @@ def train(args):
     # One Adam serves both networks. A policy step has gradients only in the actor, a value
     # step only in the critic, and Adam skips the parameters that have none.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    # The update scores the batch's actions with score(), which returns (a, log pi(a|s),
-    # entropy, V(s)). With --compile, score() is a compiled agent.get_action_and_value, its
-    # backward pass too (docs/results.md), once compiles() has found that compiling works here.
+    # The update scores the batch's actions with score(), which is agent.get_action_and_value.
+    # With --compile, torch.compile compiles score(), both its forward and its backward pass,
+    # if compiles() finds that compiling works on this device.
     score = agent.get_action_and_value
     if args.compile and compiles(device):
         score = torch.compile(score, dynamic=True)
@@ -193,6 +208,8 @@ def train(args):
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
+                # The envs take the actions as a tensor and return numpy arrays (tensors, for an
+                # env written in torch). torch.as_tensor turns each into a tensor on the device.
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
@@ -200,6 +217,8 @@ def train(args):
                 if not args.bootstrap_truncation:
                     terminated = terminated | truncated
                 terminations[step] = torch.as_tensor(terminated, device=device)
+                # A step that both terminated and was truncated counts as terminated, since a real
+                # end wins. Under the ablation, no step counts as truncated.
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
                 next_done = torch.as_tensor(terminated | truncated, device=device)
@@ -212,9 +231,11 @@ def train(args):
             with torch.no_grad():
                 next_values = torch.cat([values[1:], agent.get_value(next_obs).view(1, -1)])
             # A time limit cut the episode short, not the task, so its return is completed with
-            # gamma * V(final observation). A termination adds nothing. An episode ends where
-            # either flag is 1.0, and torch.maximum of the two flags says so; G does not flow
-            # back across that end.
+            # gamma * V(final observation). The first argument below adds gamma * V to the
+            # reward of each truncated step. The second marks every step where an episode ended
+            # (where either flag is 1.0, so their torch.maximum is 1.0), and the recursion stops
+            # there. A truncated step's return is then G_t = r_t + gamma * V(s_{t+1}), and a
+            # terminated step's is G_t = r_t.
             returns = discounted_returns(
                 rewards + args.gamma * truncations * next_values,
                 torch.maximum(terminations, truncations),
@@ -237,9 +258,10 @@ def train(args):
                 policy_loss.backward()
                 grad_norm = nn.utils.get_total_norm(p.grad for p in agent.actor.parameters())
                 optimizer.step()
-                # approx_kl estimates KL(pi_old, pi) from the batch as mean((rho - 1) - log rho),
-                # which is never negative (Schulman's "k3", joschu.net/blog/kl-approx.html).
-                # clipfrac is the fraction of samples whose ratio rho left [1 - eps, 1 + eps].
+                # approx_kl estimates KL(pi_old, pi) from the batch, for pi as it was before this
+                # step, as mean((rho - 1) - log rho), which is never negative (Schulman's "k3",
+                # joschu.net/blog/kl-approx.html). clipfrac is the fraction of samples whose
+                # ratio rho left [1 - eps, 1 + eps].
                 with torch.no_grad():
                     logratio = newlogprobs - b_logprobs
                     ratio = logratio.exp()
@@ -254,9 +276,12 @@ def train(args):
                 optimizer.step()
 
             # Watch the losses and explained_variance = 1 - Var(G - V) / Var(G), which is 1 when
-            # V(s) predicts the returns exactly. Var divides by n, not n - 1, so a batch of one
-            # sample gives 0 / 0, which the log leaves out. grad_norm is the gradient's norm |g|
-            # in the last policy step.
+            # V(s) predicts the returns exactly. Var divides by n (correction=0), as numpy's var
+            # does. When all the returns of the batch are equal, as in a batch of one sample,
+            # Var(G) is 0, the ratio is not finite, and the log leaves it out. grad_norm is the
+            # norm of the policy's gradient in the last policy step, before Adam's step. The
+            # entropy comes from the last value step. The value steps leave the actor as it is,
+            # so it is the entropy of the policy after its update.
             unexplained = (b_returns - b_values).var(correction=0)  # Var(G - V)
             log.update(
                 iteration,

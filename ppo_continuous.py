@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: MIT
 """PPO for continuous actions: ppo_gae.py with a diagonal Gaussian policy, normalized inputs.
 
-    pi_theta(a|s) = N(a; mu_theta(s), diag(sigma^2)),  log sigma a learned vector, free of s
+    pi_theta(a|s) = N(a; mu_theta(s), diag(sigma^2))
     log pi(a|s) = sum_i [ -(a_i - mu_i)^2 / (2 sigma_i^2) - log sigma_i - log(2 pi) / 2 ]
     entropy     = sum_i [ log sigma_i + (1 + log(2 pi)) / 2 ]
 
+mu_theta is a network, and log sigma is a learned vector that does not depend on s.
 The loss scores the sampled action a, and the env gets it clipped to its bounds. Observations
 are normalized by their running mean and variance. The Agent keeps these statistics, so
 --save-model saves them, and the evaluation freezes them. Rewards are divided by the running
-std of the discounted return, so the value targets have one scale in any env. Both are clipped
-to +-10. A wider critic (--critic-hidden) fits V better.
+std of the discounted return, so the value targets have one scale in any env. Normalized
+observations and scaled rewards are both clipped to [-10, 10]. A wider critic
+(--critic-hidden) fits V better.
 
 The learning rate decays linearly to 0. With --lr-target-kl it follows each update's
 KL(pi_old, pi) instead, as the rsl_rl library does: it is divided by 1.5 when the KL is above
@@ -50,10 +52,12 @@ try:
 except KeyboardInterrupt:
     if __name__ != "__main__":
         raise  # When this file is imported, the caller handles the Ctrl-C.
-    sys.exit(130)
+    sys.exit(130)  # 130 = 128 + 2 (SIGINT), the exit status of a program ended by Ctrl-C.
 
-# The policy draws Box actions, a Gaussian on each dimension of a flat Box; ppo_gae.py draws
-# Discrete ones. The support code checks that the env's actions are of this kind.
+# The actions are vectors of real numbers, each dimension within its bounds (Gymnasium calls
+# this space Box), and the policy draws each dimension from a Gaussian. ppo_gae.py handles the
+# integer actions 0..n-1 (Gymnasium's Discrete space). The support code checks that the env's
+# actions are of the kind named here.
 ACTIONS = "Box"
 
 
@@ -70,7 +74,12 @@ def hyperparameters(parser):
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=1e-3, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.9, help="discount factor")
-    arg("--bootstrap-truncation", action=on_off, default=True, help="off: a time limit ends G")
+    arg(
+        "--bootstrap-truncation",
+        action=on_off,
+        default=True,
+        help="complete a return cut by a time limit with gamma * V instead of ending it",
+    )
     arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
     arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
     arg("--num-minibatches", type=positive_int, default=8, help="minibatches per epoch")
@@ -84,15 +93,23 @@ def hyperparameters(parser):
     arg("--anneal-ent", action=on_off, default=False, help="decay c_H linearly to 0 as well")
     arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
-    arg("--target-kl", type=positive_float, default=None, help="stop epochs at approx_kl above it")
+    arg(
+        "--target-kl",
+        type=positive_float,
+        default=None,
+        help="stop the epochs early once the estimated KL(pi_old, pi) exceeds this",
+    )
     arg("--lr-target-kl", type=positive_float, default=None, help="the KL that the lr adapts to")
 
 
 def flag_conflict(args):
-    """Return why these flags' values cannot go together, in one line, or None if they can."""
-    # The full batch splits into equal minibatches, as in CleanRL. Once train() drops the
-    # reset steps, the minibatches' sizes may differ by one.
-    if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
+    """Return why these flags' values cannot go together, in one line, or None if they can.
+    parse_args(), in the support code, calls it to refuse such a command line."""
+    # As in CleanRL, num_envs x num_steps must split evenly into --num-minibatches, so that
+    # the minibatches of a full batch have one size. train() drops the reset steps from the
+    # batch, and then the minibatches' sizes may differ by one.
+    batch = args.num_envs * args.num_steps
+    if batch % args.num_minibatches != 0:
         return f"--num-envs x --num-steps = {batch} does not split into --num-minibatches"
     if args.anneal_ent and args.ent_coef == 0:
         return "--anneal-ent decays --ent-coef, which is 0: give --ent-coef too"
@@ -103,7 +120,9 @@ def flag_conflict(args):
 
 def layer_init(layer, std=2**0.5, bias=0.0):
     """Give the layer orthogonal weights of gain `std` and a constant bias, as the PPO
-    codebases do. CleanRL names the gain `std` too."""
+    codebases do. std is the gain that scales the orthogonal matrix, not a standard
+    deviation, and CleanRL names it std too. The default gain, sqrt(2), is the one OpenAI
+    Baselines gives hidden layers. The actor's last layer takes 0.01 and the critic's 1."""
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, bias)
     return layer
@@ -130,7 +149,8 @@ class RunningNorm(nn.Module):
         delta, total = batch_mean - self.mean, self.count + batch_count
         self.mean += delta * batch_count / total
         # squared_deviations sums the squared deviations of the old data and of x, each
-        # around its own mean; delta**2 * ... adds what the two means' gap contributes.
+        # around its own mean. The term delta**2 * self.count * batch_count / total adds the
+        # spread that comes from the two means being apart (Chan et al.'s formula).
         squared_deviations = self.var * self.count + batch_var * batch_count
         self.var = (squared_deviations + delta**2 * self.count * batch_count / total) / total
         self.count = total
@@ -147,8 +167,8 @@ class Agent(nn.Module):
     def __init__(self, obs_dim, action_dim, hidden=64, log_std_init=0.0, critic_hidden=None):
         super().__init__()
         critic_hidden = critic_hidden or hidden
-        # train() applies obs_norm, not the networks: the rollout stores normalized
-        # observations, and the networks below take them as they are.
+        # The networks do not normalize their input. train() normalizes each observation once
+        # with obs_norm, stores the normalized one, and passes it to the networks.
         self.obs_norm = RunningNorm(obs_dim)
         self.actor_mean = nn.Sequential(
             layer_init(nn.Linear(obs_dim, hidden)),
@@ -168,15 +188,16 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
-        """Return V(x), of shape (B, 1)."""
+        """Return V(x), of shape (B, 1), for x float32 (B, obs_dim), normalized already."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
+        """Return (a, log pi(a|x), entropy of pi(.|x), V(x)) for a batch of B observations.
 
-        x is float32 (B, obs_dim), normalized already, and action is None or float32
-        (B, action_dim). The action dimensions are independent, so the log-prob and the entropy
-        are sums over them, of shape (B,). V(x) is (B, 1)."""
+        x is float32 (B, obs_dim), normalized already. With action None, a is sampled from
+        pi(.|x). With action given, float32 (B, action_dim), a is that action, so the update
+        uses this method to score the batch's actions. The action dimensions are independent,
+        so the log-prob and the entropy are sums over them, of shape (B,). V(x) is (B, 1)."""
         mean = self.actor_mean(x)
         std = self.actor_logstd.exp().expand_as(mean)  # sigma is the same in every state.
         # validate_args=False skips the distribution's argument checks, which cost time.
@@ -234,14 +255,15 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
 
     R_t = A_t + V_old(s_t) is GAE's value target (compute_gae's returns). With old_values and
     clip_coef, L_V is the mean of the elementwise max of (R_t - V(s_t))^2 and (R_t - V_clip)^2,
-    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2; eps is
-    --clip-coef, the policy's clip range, used on the values' scale. values (which carries its
-    graph), returns and old_values (or None) are float32 (B,), and clip_coef is a float.
+    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2. Here eps
+    is --clip-coef, the policy's clip range, reused as an absolute bound on how far V may
+    move from V_old, although values have another scale than probability ratios. values
+    (which carries its graph), returns and old_values (or None) are float32 (B,), and
+    clip_coef is a float.
 
-    train() adds --vf-coef * L_V to the loss. The default 0.5 weighs the squared error by 0.5,
-    as Stable-Baselines3 does (vf_coef * F.mse_loss). CleanRL halves the error first,
-    0.5 * ((newvalue - returns) ** 2).mean(), then multiplies it by vf_coef = 0.5, a weight of
-    0.25: at the same --vf-coef, the value loss weighs twice as much here as in CleanRL.
+    train() adds --vf-coef * L_V to the loss, as Stable-Baselines3 does (vf_coef times
+    F.mse_loss). CleanRL puts an extra 1/2 inside its value loss, so at the same --vf-coef its
+    value loss counts half as much as here.
     """
     loss = (returns - values) ** 2
     if old_values is not None and clip_coef is not None:
@@ -279,11 +301,14 @@ def train(args):
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
     def gradients(mb_obs, mb_actions, mb_logprobs, mb_advantages, mb_returns, mb_values, ent_coef):
-        """Build the loss L = L_clip + c_V * L_V - c_H * H of a minibatch, one loss for actor and
-        critic, run its backward pass, and clip the gradients to a global norm. This is the
-        update's minibatch step, which --compile compiles. Return L, the policy loss, the value
-        loss, the entropy of each sample (B,), the new log-probs (detached) and the gradient's
-        norm |g| before clipping."""
+        """Leave the gradients of a minibatch's loss in each parameter's .grad, and return
+        what to watch. The mb_ arguments are the minibatch's rows of the batch.
+
+        It builds the loss L = L_clip + c_V * L_V - c_H * H, one loss for actor and critic,
+        runs its backward pass, and clips the gradients to a global norm. This is the update's
+        minibatch step, which --compile compiles, and optimizer.step() then applies the
+        gradients. It returns L, the policy loss, the value loss, the entropy of each sample
+        (B,), the new log-probs (detached) and the gradient's norm |g| before clipping."""
         _, newlogprobs, entropy, newvalues = agent.get_action_and_value(mb_obs, mb_actions)
         # The advantages are standardized to mean 0 and std 1 in each minibatch. A single
         # sample would become 0, so it is left as it is.
@@ -299,8 +324,8 @@ def train(args):
         grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
         return loss, policy_loss, v_loss, entropy, newlogprobs.detach(), grad_norm
 
-    # With --compile, gradients() runs as one compiled program, its backward pass too
-    # (docs/results.md), once compiles() has found that compiling works here.
+    # With --compile, torch.compile compiles gradients(), both its forward and its backward
+    # pass, if compiles() finds that compiling works on this device.
     if args.compile and compiles(device):
         gradients = torch.compile(gradients, dynamic=True)
 
@@ -346,6 +371,8 @@ def train(args):
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
                 # The env gets the action clipped to its bounds; the loss scores the sample itself.
                 env_action = action.clamp(action_low, action_high)
+                # The envs take the actions as a tensor and return numpy arrays (tensors, for an
+                # env written in torch). torch.as_tensor turns each into a tensor on the device.
                 next_obs, reward, terminated, truncated, infos = envs.step(env_action)
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
@@ -353,6 +380,8 @@ def train(args):
                 if not args.bootstrap_truncation:
                     terminated = terminated | truncated
                 terminations[step] = torch.as_tensor(terminated, device=device)
+                # A step that both terminated and was truncated counts as terminated, since a real
+                # end wins. Under the ablation, no step counts as truncated.
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
                 agent.obs_norm.update(next_obs)  # The statistics take in each observation seen.
@@ -368,8 +397,8 @@ def train(args):
             with torch.no_grad():
                 next_values = torch.cat([values[1:], agent.get_value(next_obs).view(1, -1)])
             # A truncated step bootstraps with V(final observation), a terminated one does not.
-            # An episode ends where either flag is 1.0, and torch.maximum of the two flags says
-            # so; A_t does not flow back across that end from the next episode.
+            # episode_end is 1.0 where either flag is 1.0 (their torch.maximum), and A_t does
+            # not flow back across that end from the next episode.
             episode_end = torch.maximum(terminations, truncations)
             advantages, returns = compute_gae(
                 rewards, values, next_values, terminations, episode_end, args.gamma, args.gae_lambda
@@ -426,8 +455,10 @@ def train(args):
 
             # Watch the losses and explained_variance = 1 - Var(R - V) / Var(R), which is 1 when
             # V(s) predicts the value targets R = A + V (of the scaled rewards) exactly. Var
-            # divides by n, not n - 1, so a batch of one sample gives 0 / 0, which the log leaves
-            # out. grad_norm is the gradient's norm |g| in the last minibatch, before clipping.
+            # divides by n (correction=0), as numpy's var does. When all the targets of the
+            # batch are equal, as in a batch of one sample, Var(R) is 0, the ratio is not
+            # finite, and the log leaves it out. grad_norm is the gradient's norm |g| in the last
+            # minibatch, before clipping.
             unexplained = (b_returns - b_values).var(correction=0)  # Var(R - V)
             log.update(
                 iteration,

@@ -6,20 +6,27 @@ This is ppo.py plus what the PPO papers and codebases (Schulman et al.; Huang et
 
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
     A_t     = delta_t + gamma * lambda * (1 - episode_end_t) * A_{t+1}    (GAE, A_T = 0)
-    L       = L_clip(A normalized per minibatch) + c_V * L_V - c_H * entropy
+    L       = L_clip + c_V * L_V - c_H * entropy
 
-GAE(lambda) trades bias for variance between the one-step TD error (lambda = 0) and the
-full return G_t - V(s_t) of ppo.py (lambda = 1). The update makes --update-epochs passes over
-shuffled minibatches with one loss for actor and critic. It adds an entropy bonus, optional
-value clipping, gradient-norm clipping, a learning rate annealed to 0, orthogonal
-initialization and an Adam eps of 1e-5.
+terminated_t is 1 when step t reached a real end of the task. episode_end_t is 1 when step t
+ended the episode either way, by a termination or by a time limit (a truncation). delta_t is
+the one-step TD (temporal-difference) error. GAE(lambda) trades bias for variance between
+delta_t alone (lambda = 0) and the full return G_t - V(s_t) of ppo.py (lambda = 1).
+
+The update makes --update-epochs passes over shuffled minibatches with one loss L for actor
+and critic. In L_clip, A is standardized within each minibatch, and c_V (--vf-coef) and c_H
+(--ent-coef) weigh the value loss and the entropy bonus. Beyond ppo.py, it adds the entropy
+bonus, optional value clipping, gradient-norm clipping, a learning rate annealed to 0,
+orthogonal initialization and an Adam eps of 1e-5.
 
 Papers: Schulman et al. (2016), "High-Dimensional Continuous Control Using Generalized
 Advantage Estimation", arXiv:1506.02438; Schulman et al. (2017), arXiv:1707.06347.
 
     python ppo_gae.py                                     # CartPole-v1, solved in ~10 s
     python ppo_gae.py --env-id Acrobot-v1 --ent-coef 0.01 --total-timesteps 100000  # return > -100
-    python ppo_gae.py --env-id envs.cartpole_torch:CartPoleTorch-v1 --cuda  # on the GPU
+    python ppo_gae.py --env-id envs.cartpole_torch:CartPoleTorch-v1 --cuda
+    # --env-id MODULE:ID imports MODULE, which registers ID. envs/cartpole_torch.py writes
+    # CartPole in torch, so with --cuda the env runs on the GPU too.
     tensorboard --logdir runs      # docs/results.md has more envs and their flags
 """
 
@@ -44,10 +51,12 @@ try:
 except KeyboardInterrupt:
     if __name__ != "__main__":
         raise  # When this file is imported, the caller handles the Ctrl-C.
-    sys.exit(130)
+    sys.exit(130)  # 130 = 128 + 2 (SIGINT), the exit status of a program ended by Ctrl-C.
 
-# The policy draws Discrete actions 0..n-1 from a categorical; ppo_continuous.py draws Box ones.
-# The support code checks that the env's actions are of this kind.
+# The actions are the integers 0..n-1 (Gymnasium calls this space Discrete), and the policy
+# draws them from a categorical distribution. ppo_continuous.py handles actions that are
+# vectors of real numbers (Gymnasium's Box space). The support code checks that the env's
+# actions are of the kind named here.
 ACTIONS = "Discrete"
 
 
@@ -62,7 +71,12 @@ def hyperparameters(parser):
     arg("--num-steps", type=positive_int, default=32, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=5e-3, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
-    arg("--bootstrap-truncation", action=on_off, default=True, help="off: a time limit ends G")
+    arg(
+        "--bootstrap-truncation",
+        action=on_off,
+        default=True,
+        help="complete a return cut by a time limit with gamma * V instead of ending it",
+    )
     arg("--anneal-lr", action=on_off, default=True, help="decay the learning rate linearly to 0")
     arg("--gae-lambda", type=unit_interval, default=0.95, help="lambda of GAE")
     arg("--num-minibatches", type=positive_int, default=1, help="minibatches per epoch")
@@ -74,14 +88,22 @@ def hyperparameters(parser):
     arg("--anneal-ent", action=on_off, default=False, help="decay c_H linearly to 0 as well")
     arg("--vf-coef", type=positive_float, default=0.5, help="weight c_V of the value loss")
     arg("--max-grad-norm", type=positive_float, default=0.5, help="clip the global gradient norm")
-    arg("--target-kl", type=positive_float, default=None, help="stop epochs at approx_kl above it")
+    arg(
+        "--target-kl",
+        type=positive_float,
+        default=None,
+        help="stop the epochs early once the estimated KL(pi_old, pi) exceeds this",
+    )
 
 
 def flag_conflict(args):
-    """Return why these flags' values cannot go together, in one line, or None if they can."""
-    # The full batch splits into equal minibatches, as in CleanRL. Once train() drops the
-    # reset steps, the minibatches' sizes may differ by one.
-    if (batch := args.num_envs * args.num_steps) % args.num_minibatches:
+    """Return why these flags' values cannot go together, in one line, or None if they can.
+    parse_args(), in the support code, calls it to refuse such a command line."""
+    # As in CleanRL, num_envs x num_steps must split evenly into --num-minibatches, so that
+    # the minibatches of a full batch have one size. train() drops the reset steps from the
+    # batch, and then the minibatches' sizes may differ by one.
+    batch = args.num_envs * args.num_steps
+    if batch % args.num_minibatches != 0:
         return f"--num-envs x --num-steps = {batch} does not split into --num-minibatches"
     if args.anneal_ent and args.ent_coef == 0:
         return "--anneal-ent decays --ent-coef, which is 0: give --ent-coef too"
@@ -90,7 +112,9 @@ def flag_conflict(args):
 
 def layer_init(layer, std=2**0.5, bias=0.0):
     """Give the layer orthogonal weights of gain `std` and a constant bias, as the PPO
-    codebases do. CleanRL names the gain `std` too."""
+    codebases do. std is the gain that scales the orthogonal matrix, not a standard
+    deviation, and CleanRL names it std too. The default gain, sqrt(2), is the one OpenAI
+    Baselines gives hidden layers. The actor's last layer takes 0.01 and the critic's 1."""
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, bias)
     return layer
@@ -118,12 +142,15 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
-        """Return V(x), of shape (B, 1)."""
+        """Return V(x), of shape (B, 1), for x float32 (B, obs_dim)."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
-        The log-prob and the entropy are (B,), and V(x) is (B, 1)."""
+        """Return (a, log pi(a|x), entropy of pi(.|x), V(x)) for a batch of B observations.
+
+        x is float32 (B, obs_dim). With action None, a is sampled from pi(.|x). With action
+        given, long (B,), a is that action, so the update uses this method to score the
+        batch's actions. The log-prob and the entropy are (B,), and V(x) is (B, 1)."""
         # validate_args=False skips the distribution's argument checks, which cost time.
         dist = Categorical(logits=self.actor(x), validate_args=False)
         if action is None:
@@ -178,14 +205,15 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
 
     R_t = A_t + V_old(s_t) is GAE's value target (compute_gae's returns). With old_values and
     clip_coef, L_V is the mean of the elementwise max of (R_t - V(s_t))^2 and (R_t - V_clip)^2,
-    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2; eps is
-    --clip-coef, the policy's clip range, used on the values' scale. values (which carries its
-    graph), returns and old_values (or None) are float32 (B,), and clip_coef is a float.
+    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2. Here eps
+    is --clip-coef, the policy's clip range, reused as an absolute bound on how far V may
+    move from V_old, although values have another scale than probability ratios. values
+    (which carries its graph), returns and old_values (or None) are float32 (B,), and
+    clip_coef is a float.
 
-    train() adds --vf-coef * L_V to the loss. The default 0.5 weighs the squared error by 0.5,
-    as Stable-Baselines3 does (vf_coef * F.mse_loss). CleanRL halves the error first,
-    0.5 * ((newvalue - returns) ** 2).mean(), then multiplies it by vf_coef = 0.5, a weight of
-    0.25: at the same --vf-coef, the value loss weighs twice as much here as in CleanRL.
+    train() adds --vf-coef * L_V to the loss, as Stable-Baselines3 does (vf_coef times
+    F.mse_loss). CleanRL puts an extra 1/2 inside its value loss, so at the same --vf-coef its
+    value loss counts half as much as here.
     """
     loss = (returns - values) ** 2
     if old_values is not None and clip_coef is not None:
@@ -204,11 +232,14 @@ def train(args):
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
     def gradients(mb_obs, mb_actions, mb_logprobs, mb_advantages, mb_returns, mb_values, ent_coef):
-        """Build the loss L = L_clip + c_V * L_V - c_H * H of a minibatch, one loss for actor and
-        critic, run its backward pass, and clip the gradients to a global norm. This is the
-        update's minibatch step, which --compile compiles. Return L, the policy loss, the value
-        loss, the entropy of each sample (B,), the new log-probs (detached) and the gradient's
-        norm |g| before clipping."""
+        """Leave the gradients of a minibatch's loss in each parameter's .grad, and return
+        what to watch. The mb_ arguments are the minibatch's rows of the batch.
+
+        It builds the loss L = L_clip + c_V * L_V - c_H * H, one loss for actor and critic,
+        runs its backward pass, and clips the gradients to a global norm. This is the update's
+        minibatch step, which --compile compiles, and optimizer.step() then applies the
+        gradients. It returns L, the policy loss, the value loss, the entropy of each sample
+        (B,), the new log-probs (detached) and the gradient's norm |g| before clipping."""
         _, newlogprobs, entropy, newvalues = agent.get_action_and_value(mb_obs, mb_actions)
         # The advantages are standardized to mean 0 and std 1 in each minibatch. A single
         # sample would become 0, so it is left as it is.
@@ -224,8 +255,8 @@ def train(args):
         grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
         return loss, policy_loss, v_loss, entropy, newlogprobs.detach(), grad_norm
 
-    # With --compile, gradients() runs as one compiled program, its backward pass too
-    # (docs/results.md), once compiles() has found that compiling works here.
+    # With --compile, torch.compile compiles gradients(), both its forward and its backward
+    # pass, if compiles() finds that compiling works on this device.
     if args.compile and compiles(device):
         gradients = torch.compile(gradients, dynamic=True)
 
@@ -267,6 +298,8 @@ def train(args):
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
+                # The envs take the actions as a tensor and return numpy arrays (tensors, for an
+                # env written in torch). torch.as_tensor turns each into a tensor on the device.
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
@@ -274,6 +307,8 @@ def train(args):
                 if not args.bootstrap_truncation:
                     terminated = terminated | truncated
                 terminations[step] = torch.as_tensor(terminated, device=device)
+                # A step that both terminated and was truncated counts as terminated, since a real
+                # end wins. Under the ablation, no step counts as truncated.
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
                 next_done = torch.as_tensor(terminated | truncated, device=device)
@@ -286,8 +321,8 @@ def train(args):
             with torch.no_grad():
                 next_values = torch.cat([values[1:], agent.get_value(next_obs).view(1, -1)])
             # A truncated step bootstraps with V(final observation), a terminated one does not.
-            # An episode ends where either flag is 1.0, and torch.maximum of the two flags says
-            # so; A_t does not flow back across that end from the next episode.
+            # episode_end is 1.0 where either flag is 1.0 (their torch.maximum), and A_t does
+            # not flow back across that end from the next episode.
             episode_end = torch.maximum(terminations, truncations)
             advantages, returns = compute_gae(
                 rewards, values, next_values, terminations, episode_end, args.gamma, args.gae_lambda
@@ -333,9 +368,10 @@ def train(args):
                     break
 
             # Watch the losses and explained_variance = 1 - Var(R - V) / Var(R), which is 1 when
-            # V(s) predicts the value targets R = A + V exactly. Var divides by n, not n - 1, so a
-            # batch of one sample gives 0 / 0, which the log leaves out. grad_norm is the
-            # gradient's norm |g| in the last minibatch, before clipping.
+            # V(s) predicts the value targets R = A + V exactly. Var divides by n (correction=0),
+            # as numpy's var does. When all the targets of the batch are equal, as in a batch of
+            # one sample, Var(R) is 0, the ratio is not finite, and the log leaves it out.
+            # grad_norm is the gradient's norm |g| in the last minibatch, before clipping.
             unexplained = (b_returns - b_values).var(correction=0)  # Var(R - V)
             log.update(
                 iteration,

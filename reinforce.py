@@ -7,19 +7,26 @@ a step along the policy gradient
     grad J(theta) = E[ sum_t grad log pi_theta(a_t|s_t) * G_t ]
     G_t = r_t + gamma * r_{t+1} + gamma^2 * r_{t+2} + ...   (reward-to-go)
 
-Autograd gives that gradient from the loss  L = -mean_t log pi_theta(a_t|s_t) * G_t.
-Each action is credited only with the rewards that came after it. Without a critic there is
-no estimate of the rewards after a rollout stops, so each rollout plays every episode to its end.
+Autograd gives that gradient from a loss that is a mean over the batch's B steps,
 
-Sutton & Barto's REINFORCE (ch. 13) has one more factor in each term, gamma^t:
+    L = -(1/B) sum_t log pi_theta(a_t|s_t) * G_t,
+
+so -grad L is the sum inside E[...], taken over the batch's steps and scaled by 1/B.
+Each action is credited only with the rewards that came after it. This script learns no
+estimate of the rewards still to come (a critic, which vpg.py adds), so it cannot complete
+the return of an episode that a rollout cuts off. Each rollout therefore plays every episode
+to its end.
+
+Sutton & Barto's REINFORCE (ch. 13) has one more factor in each term, gamma^t. With it, the
+sum is exactly the gradient of the discounted return from the first state:
 
     grad J(theta) = E[ sum_t gamma^t * grad log pi_theta(a_t|s_t) * G_t ]
 
-is the gradient of the discounted return from the first state. This script drops gamma^t,
-as common practice does (Spinning Up, CleanRL, Stable-Baselines3), so a late step of an
-episode weighs as much as an early one. The update is then biased toward later states
-(Thomas 2014, "Bias in natural actor-critic algorithms"), and it is not the gradient of any
-objective (Nota and Thomas 2020, "Is the policy gradient a gradient?"). It learns well anyway.
+This script drops gamma^t, as common practice does (Spinning Up, CleanRL, Stable-Baselines3),
+so a late step of an episode weighs as much as an early one. The update is then biased toward
+later states (Thomas 2014, "Bias in natural actor-critic algorithms"), and it is not the
+gradient of any objective (Nota and Thomas 2020, "Is the policy gradient a gradient?"). It
+learns well anyway.
 
 Paper: Williams (1992), "Simple statistical gradient-following algorithms for
 connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 13.
@@ -50,10 +57,12 @@ try:
 except KeyboardInterrupt:
     if __name__ != "__main__":
         raise  # When this file is imported, the caller handles the Ctrl-C.
-    sys.exit(130)
+    sys.exit(130)  # 130 = 128 + 2 (SIGINT), the exit status of a program ended by Ctrl-C.
 
-# The policy draws Discrete actions 0..n-1 from a categorical; ppo_continuous.py draws Box ones.
-# The support code checks that the env's actions are of this kind.
+# The actions are the integers 0..n-1 (Gymnasium calls this space Discrete), and the policy
+# draws them from a categorical distribution. ppo_continuous.py handles actions that are
+# vectors of real numbers (Gymnasium's Box space). The support code checks that the env's
+# actions are of the kind named here.
 ACTIONS = "Discrete"
 
 
@@ -72,8 +81,10 @@ def hyperparameters(parser):
 
 
 def flag_conflict(args):
-    """Return why these flags' values cannot go together, in one line, or None if they can."""
-    return None  # No two flags here conflict; ppo_gae.py adds a rule.
+    """Return why these flags' values cannot go together, in one line, or None if they can.
+    parse_args(), in the support code, calls it to refuse such a command line. No two flags
+    of this script conflict, so it always returns None. ppo_gae.py has rules."""
+    return None
 
 
 class Agent(nn.Module):
@@ -90,8 +101,11 @@ class Agent(nn.Module):
         )
 
     def get_action(self, x, action=None):
-        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy).
-        The log-prob and the entropy are (B,)."""
+        """Return (a, log pi(a|x), entropy of pi(.|x)) for a batch of B observations.
+
+        x is float32 (B, obs_dim). With action None, a is sampled from pi(.|x). With action
+        given, long (B,), a is that action, so the update uses this method to score the
+        batch's actions. The log-prob and the entropy are (B,)."""
         # validate_args=False skips the distribution's argument checks, which cost time.
         dist = Categorical(logits=self.actor(x), validate_args=False)
         if action is None:
@@ -122,7 +136,8 @@ def discounted_returns(rewards, dones, gamma, last_value=None):
 
 
 def reinforce_loss(logprobs, returns):
-    """L = -mean_t log pi(a_t|s_t) * G_t, whose gradient is minus the policy gradient.
+    """L = -mean_t log pi(a_t|s_t) * G_t. The mean over the batch's B steps makes its gradient
+    minus the policy gradient's sum over the batch, scaled by 1/B.
 
     logprobs (which carries its graph) and returns are float32 (B,), one per step of the batch.
     """
@@ -135,9 +150,9 @@ def train(args):
     envs = make_env(args, device)  # make_env() steps --num-envs copies of --env-id together.
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    # The update scores the batch's actions with score(), which returns (a, log pi(a|s),
-    # entropy). With --compile, score() is a compiled agent.get_action, its backward pass too
-    # (docs/results.md), once compiles() has found that compiling works here.
+    # The update scores the batch's actions with score(), which is agent.get_action. With
+    # --compile, torch.compile compiles score(), both its forward and its backward pass, if
+    # compiles() finds that compiling works on this device.
     score = agent.get_action
     if args.compile and compiles(device):
         score = torch.compile(score, dynamic=True)
@@ -148,15 +163,17 @@ def train(args):
 
     # A Ctrl-C ends the loop below, and log.finish() then ends the run with what was learned.
     with log:
-        # log.iterations(n) counts iteration = 1, 2, ..., n. A rollout takes num_envs x num_steps
-        # env steps at least, so n = total_timesteps is only a bound; the step budget ends the loop.
+        # The loop runs until global_step reaches --total-timesteps. log.iterations(n) counts
+        # iteration = 1, 2, ..., n. A rollout takes at least num_envs x num_steps env steps, so
+        # n = total_timesteps is only an upper bound, and the break below ends the loop first.
         for iteration in log.iterations(args.total_timesteps):
             if global_step >= args.total_timesteps:
                 break
-            # Each rollout plays whole episodes. Every env starts a new episode, plays at least
-            # num_steps steps and then on until its episode ends, and after that idles
-            # (valid=False).
-            # The first reset has a seed (Log.reset_seed, below); later resets do not.
+            # Each rollout plays whole episodes. Every env starts a new episode and plays at
+            # least num_steps steps, then on until its episode ends. After that the env keeps
+            # stepping until every env has finished, but its steps are marked valid=False and
+            # are left out of the batch.
+            # The first reset has a seed (Log.reset_seed, below), and later resets do not.
             next_obs, _ = envs.reset(seed=log.reset_seed())
             obs = []
             actions = []
@@ -172,6 +189,8 @@ def train(args):
                 valid.append(playing & ~prev_done)
                 with torch.no_grad():
                     action, _, _ = agent.get_action(obs[-1])
+                # The envs take the actions as a tensor and return numpy arrays (tensors, for an
+                # env written in torch). torch.as_tensor turns each into a tensor on the device.
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
                 global_step += args.num_envs
                 # Without a critic, a time-limit truncation is treated like a termination.
@@ -182,8 +201,8 @@ def train(args):
                 # An env has finished once an episode ends after its first num_steps steps.
                 finished = prev_done & (len(obs) >= args.num_steps)
                 playing &= ~finished
-                # The log keeps the returns of ended episodes, but only of those in the batch
-                # (valid), not of those an idle env plays meanwhile.
+                # The log keeps the returns of ended episodes, but only of those whose steps are
+                # in the batch (valid), not of those a finished env plays while it waits.
                 log.episodes(global_step, infos, counted=valid[-1])
 
             # Compute the reward-to-go of every step, then keep the steps of the policy's episodes.
@@ -205,7 +224,8 @@ def train(args):
             grad_norm = nn.utils.get_total_norm(p.grad for p in agent.actor.parameters())
             optimizer.step()
 
-            # Watch the loss, the policy's entropy and the norm of the gradient step.
+            # Watch the loss, the entropy of the policy that played the batch, and grad_norm,
+            # the norm of the gradient before Adam's step.
             log.update(
                 iteration,
                 global_step,

@@ -13,13 +13,15 @@ rollout, or by a time limit, is completed with gamma * V_phi(next state). An epi
 that really ended (terminated) adds nothing after its last reward.
 
 Each batch gets --train-pi-iters policy steps (1 is the vanilla policy gradient) and
---train-v-iters value steps. Try --train-pi-iters 10: repeated steps on one batch push the
-policy far from the one that collected it. On 4 of 5 seeds it collapsed to always pushing one
-way, a return of 9 (docs/lessons.md, "What each idea buys"). That is the problem PPO (ppo.py)
-fixes.
+--train-v-iters value steps. With --train-pi-iters 10, repeated steps on one batch push the
+policy far from the one that collected it. On 4 of 5 seeds it collapsed to always pushing the
+cart the same way, so the pole fell after about 9 steps, a return of 9, since CartPole gives
+a reward of 1 per step (docs/lessons.md, "What each idea buys"). PPO (ppo.py) fixes that
+problem.
 
 Paper: Sutton et al. (2000), "Policy gradient methods for reinforcement learning with
-function approximation"; Schulman et al. (2016), GAE paper, section 2 on baselines.
+function approximation"; Schulman et al. (2016), "High-Dimensional Continuous Control Using
+Generalized Advantage Estimation", section 2 on baselines.
 
     python vpg.py                                         # CartPole-v1
     python vpg.py --train-pi-iters 10                     # watch it collapse
@@ -47,10 +49,12 @@ try:
 except KeyboardInterrupt:
     if __name__ != "__main__":
         raise  # When this file is imported, the caller handles the Ctrl-C.
-    sys.exit(130)
+    sys.exit(130)  # 130 = 128 + 2 (SIGINT), the exit status of a program ended by Ctrl-C.
 
-# The policy draws Discrete actions 0..n-1 from a categorical; ppo_continuous.py draws Box ones.
-# The support code checks that the env's actions are of this kind.
+# The actions are the integers 0..n-1 (Gymnasium calls this space Discrete), and the policy
+# draws them from a categorical distribution. ppo_continuous.py handles actions that are
+# vectors of real numbers (Gymnasium's Box space). The support code checks that the env's
+# actions are of the kind named here.
 ACTIONS = "Discrete"
 
 
@@ -65,14 +69,21 @@ def hyperparameters(parser):
     arg("--num-steps", type=positive_int, default=128, help="steps per env in a rollout")
     arg("--learning-rate", type=positive_float, default=1e-2, help="Adam step size")
     arg("--gamma", type=unit_interval, default=0.99, help="discount factor")
-    arg("--bootstrap-truncation", action=on_off, default=True, help="off: a time limit ends G")
+    arg(
+        "--bootstrap-truncation",
+        action=on_off,
+        default=True,
+        help="complete a return cut by a time limit with gamma * V instead of ending it",
+    )
     arg("--train-pi-iters", type=positive_int, default=1, help="policy steps per rollout")
     arg("--train-v-iters", type=positive_int, default=20, help="value steps per rollout")
 
 
 def flag_conflict(args):
-    """Return why these flags' values cannot go together, in one line, or None if they can."""
-    return None  # No two flags here conflict; ppo_gae.py adds a rule.
+    """Return why these flags' values cannot go together, in one line, or None if they can.
+    parse_args(), in the support code, calls it to refuse such a command line. No two flags
+    of this script conflict, so it always returns None. ppo_gae.py has rules."""
+    return None
 
 
 class Agent(nn.Module):
@@ -97,12 +108,15 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
-        """Return V(x), of shape (B, 1)."""
+        """Return V(x), of shape (B, 1), for x float32 (B, obs_dim)."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
-        The log-prob and the entropy are (B,), and V(x) is (B, 1)."""
+        """Return (a, log pi(a|x), entropy of pi(.|x), V(x)) for a batch of B observations.
+
+        x is float32 (B, obs_dim). With action None, a is sampled from pi(.|x). With action
+        given, long (B,), a is that action, so the update uses this method to score the
+        batch's actions. The log-prob and the entropy are (B,), and V(x) is (B, 1)."""
         # validate_args=False skips the distribution's argument checks, which cost time.
         dist = Categorical(logits=self.actor(x), validate_args=False)
         if action is None:
@@ -137,8 +151,9 @@ def vpg_loss(logprobs, values, returns):
 
     logprobs and values (which both carry their graph) and returns are float32 (B,). The
     advantage is detached, so the policy loss does not move the critic. The value loss has no
-    1/2 in front. The value steps take it alone, so a 1/2 would change nothing: Adam's steps
-    stay the same when a loss is scaled (up to its eps).
+    1/2 in front. Each value step minimizes it alone, and Adam's step does not change when a
+    loss is multiplied by a constant (apart from Adam's own small eps constant), so a factor
+    of 1/2 would make no difference.
     """
     advantages = (returns - values).detach()
     policy_loss = -(logprobs * advantages).mean()
@@ -154,9 +169,9 @@ def train(args):
     # One Adam serves both networks. A policy step has gradients only in the actor, a value
     # step only in the critic, and Adam skips the parameters that have none.
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
-    # The update scores the batch's actions with score(), which returns (a, log pi(a|s),
-    # entropy, V(s)). With --compile, score() is a compiled agent.get_action_and_value, its
-    # backward pass too (docs/results.md), once compiles() has found that compiling works here.
+    # The update scores the batch's actions with score(), which is agent.get_action_and_value.
+    # With --compile, torch.compile compiles score(), both its forward and its backward pass,
+    # if compiles() finds that compiling works on this device.
     score = agent.get_action_and_value
     if args.compile and compiles(device):
         score = torch.compile(score, dynamic=True)
@@ -192,6 +207,8 @@ def train(args):
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
+                # The envs take the actions as a tensor and return numpy arrays (tensors, for an
+                # env written in torch). torch.as_tensor turns each into a tensor on the device.
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
                 global_step += args.num_envs
                 rewards[step] = torch.as_tensor(reward, device=device)
@@ -199,6 +216,8 @@ def train(args):
                 if not args.bootstrap_truncation:
                     terminated = terminated | truncated
                 terminations[step] = torch.as_tensor(terminated, device=device)
+                # A step that both terminated and was truncated counts as terminated, since a real
+                # end wins. Under the ablation, no step counts as truncated.
                 truncations[step] = torch.as_tensor(truncated & ~terminated, device=device)
                 next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
                 next_done = torch.as_tensor(terminated | truncated, device=device)
@@ -211,9 +230,11 @@ def train(args):
             with torch.no_grad():
                 next_values = torch.cat([values[1:], agent.get_value(next_obs).view(1, -1)])
             # A time limit cut the episode short, not the task, so its return is completed with
-            # gamma * V(final observation). A termination adds nothing. An episode ends where
-            # either flag is 1.0, and torch.maximum of the two flags says so; G does not flow
-            # back across that end.
+            # gamma * V(final observation). The first argument below adds gamma * V to the
+            # reward of each truncated step. The second marks every step where an episode ended
+            # (where either flag is 1.0, so their torch.maximum is 1.0), and the recursion stops
+            # there. A truncated step's return is then G_t = r_t + gamma * V(s_{t+1}), and a
+            # terminated step's is G_t = r_t.
             returns = discounted_returns(
                 rewards + args.gamma * truncations * next_values,
                 torch.maximum(terminations, truncations),
@@ -245,9 +266,12 @@ def train(args):
                 optimizer.step()
 
             # Watch the losses and explained_variance = 1 - Var(G - V) / Var(G), which is 1 when
-            # V(s) predicts the returns exactly. Var divides by n, not n - 1, so a batch of one
-            # sample gives 0 / 0, which the log leaves out. grad_norm is the gradient's norm |g|
-            # in the last policy step.
+            # V(s) predicts the returns exactly. Var divides by n (correction=0), as numpy's var
+            # does. When all the returns of the batch are equal, as in a batch of one sample,
+            # Var(G) is 0, the ratio is not finite, and the log leaves it out. grad_norm is the
+            # norm of the policy's gradient in the last policy step, before Adam's step. The
+            # entropy comes from the last value step. The value steps leave the actor as it is,
+            # so it is the entropy of the policy after its update.
             unexplained = (b_returns - b_values).var(correction=0)  # Var(G - V)
             log.update(
                 iteration,

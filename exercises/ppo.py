@@ -21,9 +21,10 @@ def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
 def value_loss(values, returns):
     """L_V = mean_t (G_t - V(s_t))^2, the mean squared error, with no 1/2 in front.
 
-    values (which carries its graph) and returns are float32 (B,). The value steps take L_V
-    alone, so a 1/2 would change nothing: Adam's steps stay the same when a loss is scaled
-    (up to its eps).
+    values (which carries its graph) and returns are float32 (B,). Each value step minimizes
+    L_V alone, and Adam's step does not change when a loss is multiplied by a constant (apart
+    from Adam's own small eps constant, not the clip's eps), so a factor of 1/2 would make no
+    difference.
     """
     raise NotImplementedError("the mean squared error between returns and values")
 

@@ -13,7 +13,9 @@ from torch.distributions import Normal
 
 def layer_init(layer, std=2**0.5, bias=0.0):
     """Give the layer orthogonal weights of gain `std` and a constant bias, as the PPO
-    codebases do. CleanRL names the gain `std` too."""
+    codebases do. std is the gain that scales the orthogonal matrix, not a standard
+    deviation, and CleanRL names it std too. The default gain, sqrt(2), is the one OpenAI
+    Baselines gives hidden layers. The actor's last layer takes 0.01 and the critic's 1."""
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, bias)
     return layer
@@ -50,8 +52,8 @@ class Agent(nn.Module):
     def __init__(self, obs_dim, action_dim, hidden=64, log_std_init=0.0, critic_hidden=None):
         super().__init__()
         critic_hidden = critic_hidden or hidden
-        # train() applies obs_norm, not the networks: the rollout stores normalized
-        # observations, and the networks below take them as they are.
+        # The networks do not normalize their input. train() normalizes each observation once
+        # with obs_norm, stores the normalized one, and passes it to the networks.
         self.obs_norm = RunningNorm(obs_dim)
         self.actor_mean = nn.Sequential(
             layer_init(nn.Linear(obs_dim, hidden)),
@@ -71,15 +73,16 @@ class Agent(nn.Module):
         )
 
     def get_value(self, x):
-        """Return V(x), of shape (B, 1)."""
+        """Return V(x), of shape (B, 1), for x float32 (B, obs_dim), normalized already."""
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        """Sample a ~ pi(.|x), or take the given action; return (a, log pi(a|x), entropy, V(x)).
+        """Return (a, log pi(a|x), entropy of pi(.|x), V(x)) for a batch of B observations.
 
-        x is float32 (B, obs_dim), normalized already, and action is None or float32
-        (B, action_dim). The action dimensions are independent, so the log-prob and the entropy
-        are sums over them, of shape (B,). V(x) is (B, 1)."""
+        x is float32 (B, obs_dim), normalized already. With action None, a is sampled from
+        pi(.|x). With action given, float32 (B, action_dim), a is that action, so the update
+        uses this method to score the batch's actions. The action dimensions are independent,
+        so the log-prob and the entropy are sums over them, of shape (B,). V(x) is (B, 1)."""
         raise NotImplementedError(
             "a Normal(mean, exp(logstd)); sum log-prob and entropy over the last dim"
         )

@@ -31,14 +31,15 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
 
     R_t = A_t + V_old(s_t) is GAE's value target (compute_gae's returns). With old_values and
     clip_coef, L_V is the mean of the elementwise max of (R_t - V(s_t))^2 and (R_t - V_clip)^2,
-    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2; eps is
-    --clip-coef, the policy's clip range, used on the values' scale. values (which carries its
-    graph), returns and old_values (or None) are float32 (B,), and clip_coef is a float.
+    where V_clip = V_old + clip(V - V_old, -eps, eps), as in OpenAI Baselines' PPO2. Here eps
+    is --clip-coef, the policy's clip range, reused as an absolute bound on how far V may
+    move from V_old, although values have another scale than probability ratios. values
+    (which carries its graph), returns and old_values (or None) are float32 (B,), and
+    clip_coef is a float.
 
-    train() adds --vf-coef * L_V to the loss. The default 0.5 weighs the squared error by 0.5,
-    as Stable-Baselines3 does (vf_coef * F.mse_loss). CleanRL halves the error first,
-    0.5 * ((newvalue - returns) ** 2).mean(), then multiplies it by vf_coef = 0.5, a weight of
-    0.25: at the same --vf-coef, the value loss weighs twice as much here as in CleanRL.
+    train() adds --vf-coef * L_V to the loss, as Stable-Baselines3 does (vf_coef times
+    F.mse_loss). CleanRL puts an extra 1/2 inside its value loss, so at the same --vf-coef its
+    value loss counts half as much as here.
     """
     raise NotImplementedError(
         "the MSE; with old_values and clip_coef, the max of it and the clipped one"

@@ -21,7 +21,8 @@ def discounted_returns(rewards, dones, gamma, last_value=None):
 
 
 def reinforce_loss(logprobs, returns):
-    """L = -mean_t log pi(a_t|s_t) * G_t, whose gradient is minus the policy gradient.
+    """L = -mean_t log pi(a_t|s_t) * G_t. The mean over the batch's B steps makes its gradient
+    minus the policy gradient's sum over the batch, scaled by 1/B.
 
     logprobs (which carries its graph) and returns are float32 (B,), one per step of the batch.
     """

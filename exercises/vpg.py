@@ -13,8 +13,9 @@ def vpg_loss(logprobs, values, returns):
 
     logprobs and values (which both carry their graph) and returns are float32 (B,). The
     advantage is detached, so the policy loss does not move the critic. The value loss has no
-    1/2 in front. The value steps take it alone, so a 1/2 would change nothing: Adam's steps
-    stay the same when a loss is scaled (up to its eps).
+    1/2 in front. Each value step minimizes it alone, and Adam's step does not change when a
+    loss is multiplied by a constant (apart from Adam's own small eps constant), so a factor
+    of 1/2 would make no difference.
     """
     raise NotImplementedError("A = G - V, detached in the policy term; the value loss is the MSE")
 
