@@ -16,6 +16,7 @@ import inspect
 import itertools
 import keyword
 import linecache
+import math
 import os
 import platform
 import re
@@ -1105,6 +1106,99 @@ def test_right_forms_cover_every_exercise():
     covered = {(rung, name) for rung, name, _ in RIGHT_FORMS}
     exercises = {(rung, name) for rung, names in exercise_cases.EXERCISES.items() for name in names}
     assert covered == exercises and len(RIGHT_FORMS) >= 12
+
+
+SAMPLER = """
+    def get_action_and_value(self, x, action=None):
+        import math
+
+        mean = self.actor_mean(x)
+        std = self.actor_logstd.exp().expand_as(mean)
+        dist = Normal(mean, std)
+        if action is None:
+            action = {draw}
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+"""
+DRAW_CASE = "20,000 draws, in two calls: z = (a - mu) / sigma, independent N(0, 1) numbers: "
+SAMPLERS = {  # a sampler of Agent.get_action_and_value -> the part of the case it fails
+    "mu + sigma, then mu - sigma": (
+        "mean + std * torch.tensor([1.0, -1.0]).repeat(len(mean) // 2).view(-1, 1)",
+        "the largest gap between z's distribution and N(0, 1)'s (Kolmogorov-Smirnov)",
+    ),
+    "a uniform, of the same mean and std": (
+        "mean + std * math.sqrt(3) * (2 * torch.rand_like(mean) - 1)",
+        "the largest gap between z's distribution and N(0, 1)'s (Kolmogorov-Smirnov)",
+    ),
+    "one z for both dimensions": (
+        "mean + std * torch.randn(len(mean), 1)",
+        "the correlation of z between action dimensions",
+    ),
+    "each z twice, once with its sign turned": (
+        "mean + std * torch.randn(len(mean) // 2, 2).repeat_interleave(2, 0)"
+        " * torch.tensor([1.0, -1.0]).repeat(len(mean) // 2).view(-1, 1)",
+        "the correlation of z on neighbouring rows",
+    ),
+    "a seed of its own: the same draws on every call": (
+        "mean + std * torch.randn(mean.shape, generator=torch.Generator().manual_seed(1))",
+        "the correlation of z between the two calls",
+    ),
+}
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+def test_a_sampler_passes_only_if_its_draws_are_the_scripts_gaussian(sampler, tmp_path, capsys):
+    """mean and std alone let a deterministic or a uniform "sample" pass: the case tests the
+    draws of two calls against independent N(0, 1) numbers (cases.draws)."""
+    draw, part = SAMPLERS[sampler]
+    path = tmp_path / "ppo_continuous.py"
+    source = SAMPLER.format(draw=draw)
+    path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
+    code, lines = grade("ppo_continuous", path, capsys)
+    assert code == 1 and lines[-1] == "2 of 3 functions passed", lines
+    assert lines[0].startswith(f"✗ Agent.get_action_and_value: {DRAW_CASE}"), lines[0]
+    assert f": {part}" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        "dist.sample()",
+        "mean + std * torch.randn_like(mean)",
+        "torch.normal(mean, std)",
+        "torch.stack([torch.normal(m.double(), s.double()) for m, s in zip(mean, std)]).float()",
+    ],
+    ids=["Normal.sample", "randn_like", "torch.normal", "a row at a time, in float64"],
+)
+def test_right_samplers_pass_the_draws_case(draw, tmp_path, capsys):
+    path = tmp_path / "ppo_continuous.py"
+    source = SAMPLER.format(draw=draw)
+    path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
+    code, lines = grade("ppo_continuous", path, capsys)
+    assert code == 0 and lines[0].startswith("✓ Agent.get_action_and_value: 11 cases"), lines
+
+
+def test_the_draws_thresholds_keep_a_right_samplers_refusal_under_one_in_a_million():
+    """The tests' tail bounds, summed over every test of the function's drawing cases, are
+    REFUSAL; and 20 draws of a right sampler's statistics from other seeds each pass."""
+    drawing = [
+        case
+        for case in exercise_cases.EXERCISES["ppo_continuous"]["Agent.get_action_and_value"][0]()
+        if "draws" in case.label
+    ]
+    assert len(drawing) == exercise_cases.DRAWING_CASES == 2
+    assert exercise_cases.REFUSAL == 1e-6 and exercise_cases.draw_tests(2) == 10
+    limits = exercise_cases.thresholds(2, 20_000, 2)
+    x = math.log(2 * 10 * 2 / 1e-6)
+    n = 40_000
+    assert limits["ks"][0] - exercise_cases.SLACK == pytest.approx(math.sqrt(x / (2 * n)))
+    assert 10 * 2 * 2 * math.exp(-2 * n * (limits["ks"][0] - 1e-3) ** 2) == pytest.approx(1e-6)
+    assert 0.015 < limits["ks"][0] < 0.016 and 0.03 < limits["mean"][0] < 0.031
+    mu, sigma = torch.tensor([[0.5, -1.0]]), torch.tensor([[1.0, 0.5]])
+    for seed in range(20):
+        g = torch.Generator().manual_seed(100 + seed)
+        actions = [mu + sigma * torch.randn(20_000, 2, generator=g) for _ in range(2)]
+        got = exercise_cases.as_lists(exercise_cases.draws(actions, mu, sigma))
+        assert got == exercise_cases.expected_draws(2), (seed, got)
 
 
 # What train() passes each exercise, as its docstring states: a check per function, which a
