@@ -1315,6 +1315,10 @@ def _no_ceiling_lr(lr, kl, target_kl, max_lr):
     return max(_unbounded_lr(lr, kl, target_kl, max_lr), 1e-5)
 
 
+HALF = (  # v_loss = 0.5 * ((newvalue - b_returns) ** 2).mean(), or 0.5 * v_loss_max.mean()
+    "CleanRL's 1/2 (its v_loss = 0.5 * (...).mean()): this script's L_V has none, the mean of"
+    " the squared errors as it is"
+)
 MISTAKES = {  # name: [(the mistake in words, a wrong version)]
     "discounted_returns": [
         ("no reset at an episode's end: G flows back across it", _no_reset),
@@ -1344,6 +1348,10 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
             lambda lp, v, g: (-(lp * (g - v).detach()).mean(), (g - v).abs().mean()),
         ),
         (
+            HALF,
+            lambda lp, v, g: (-(lp * (g - v).detach()).mean(), 0.5 * ((g - v) ** 2).mean()),
+        ),
+        (
             "the values detached in the value loss: the critic never learns",
             lambda lp, v, g: (-(lp * (g - v).detach()).mean(), ((g - v.detach()) ** 2).mean()),
         ),
@@ -1369,10 +1377,7 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
             lambda v, r, o=None, e=None: script("ppo_gae").value_loss(v, r, o, e) * len(v),
         ),
         ("not squared: mean |G - V|", lambda v, r, o=None, e=None: (r - v).abs().mean()),
-        (
-            "half the mean squared error: here --vf-coef weighs it, not a 1/2 inside",
-            lambda v, r, o=None, e=None: script("ppo_gae").value_loss(v, r, o, e) / 2,
-        ),
+        (HALF, lambda v, r, o=None, e=None: script("ppo_gae").value_loss(v, r, o, e) / 2),
     ],
     "compute_gae": [
         (

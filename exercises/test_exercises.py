@@ -556,6 +556,15 @@ def vpg_loss(logprobs, values, returns):
     return -(logprobs * advantages).mean(), ((returns - values) ** 2).sum()
 """,
         ),
+        (
+            "vpg_loss",
+            exercise_cases.HALF,  # a 1/2 on the value loss, as CleanRL writes its v_loss
+            """
+def vpg_loss(logprobs, values, returns):
+    advantages = (returns - values).detach()
+    return -(logprobs * advantages).mean(), 0.5 * ((returns - values) ** 2).mean()
+""",
+        ),
     ],
     "ppo": [
         (
@@ -600,7 +609,7 @@ def ppo_loss(new_logprobs, old_logprobs, advantages, clip_coef):
         ),
         (
             "value_loss",
-            "half the mean squared error",
+            exercise_cases.HALF,
             """
 def value_loss(values, returns):
     return 0.5 * ((returns - values) ** 2).mean()
@@ -665,6 +674,20 @@ def value_loss(values, returns, old_values=None, clip_coef=None):
         clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
         loss = torch.max(loss, (returns - clipped) ** 2)
     return loss.sum()
+""",
+        ),
+        (
+            "value_loss",
+            exercise_cases.HALF,  # CleanRL's v_loss, clipped and not, word for word
+            """
+def value_loss(values, returns, old_values=None, clip_coef=None):
+    if old_values is None or clip_coef is None:
+        return 0.5 * ((values - returns) ** 2).mean()
+    v_loss_unclipped = (values - returns) ** 2
+    v_clipped = old_values + torch.clamp(values - old_values, -clip_coef, clip_coef)
+    v_loss_clipped = (v_clipped - returns) ** 2
+    v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
+    return 0.5 * v_loss_max.mean()
 """,
         ),
     ],
