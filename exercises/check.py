@@ -64,7 +64,9 @@ import runner  # noqa: E402  (exercises/runner.py: the child, and the data both 
 from runner import find, unwritten  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-TIME_LIMIT = 5.0  # seconds a function gets for all its cases
+TIME_LIMIT = 5.0  # seconds of CPU time a function's sandbox may use for all its cases
+WALL_TIMES = 10  # the wall-clock backstop: this many times the time limit, on the grader's
+WALL_MORE = 5.0  # clock, and this many seconds more (what sleeps or waits uses no CPU time)
 START_LIMIT = 60.0  # seconds a child gets to start python and torch, before any student code
 MEMORY_LIMIT = 1024  # MiB a student's code may allocate, beyond what python and torch hold
 FILE_LIMIT = runner.CODE_LIMIT  # bytes: a larger .py hand-in is not read (a notebook: 64
@@ -686,6 +688,13 @@ class Cgroup:
             read(self.file("memory.current" if self.version == 2 else "memory.usage_in_bytes"))
         )
 
+    def cpu(self):
+        """The CPU time its processes used, in seconds, all of them (those ended included), or
+        None where the kernel does not count it here (cgroup v1's memory hierarchy)."""
+        stat = read(self.file("cpu.stat")) if self.version == 2 else ""
+        counts = dict(line.split() for line in stat.splitlines() if len(line.split()) == 2)
+        return int(counts["usage_usec"]) / 1e6 if counts.get("usage_usec", "").isdigit() else None
+
     def out_of_memory(self):
         """Whether the kernel ended a process of it for its memory."""
         events = read(self.file("memory.events" if self.version == 2 else "memory.oom_control"))
@@ -725,6 +734,21 @@ def tree(pid):
     return found
 
 
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc/PID/stat's unit
+
+
+def cpu_time(pid):
+    """The CPU time of pid and of every child it waited for (those children's own included),
+    in seconds, as the kernel counts it: utime + stime + cutime + cstime of /proc/PID/stat;
+    0 for a process gone."""
+    stat = read(f"/proc/{pid}/stat")
+    fields = stat[stat.rfind(")") + 2 :].split()  # after the name, which may hold anything
+    try:
+        return sum(int(tick) for tick in fields[11:15]) / TICKS
+    except ValueError:
+        return 0.0
+
+
 def privileges_dropped(pid):
     try:
         return runner.unprivileged(f"/proc/{pid}/status")
@@ -740,10 +764,33 @@ def threads(pid):
 
 
 # ---- the child: the student's file, run by exercises/runner.py ---------------------------------
+POLL = 0.02  # seconds between two looks at the CPU time a sandbox has used
+
+
+class Deadline:
+    """When the grader stops waiting for a child: once its sandbox has used `cpu` seconds of
+    CPU time as Session.cpu() counts them (None: not counted), or at `wall` on the grader's
+    clock (time.monotonic()), whichever comes first; `late`: what the Stop says at the wall.
+    The time limit counts what the student's code used, not how busy the machine is: a right
+    answer passes beside other work; a loop that never ends is ended within its CPU time; what
+    sleeps or waits, using none, is ended by the wall."""
+
+    def __init__(self, cpu, wall, late):
+        self.cpu = cpu
+        self.wall = wall
+        self.late = late
+
+
+def backstop(limit):
+    """The wall-clock seconds a function may take, whatever CPU time it used."""
+    return WALL_TIMES * limit + WALL_MORE
+
+
 class Session:
     """One student's child, in the sandbox (or, where none can start, as a plain process of its
-    own), answering the grader's requests. Each request waits until a deadline on the grader's
-    clock; past it, or at close(), the child and everything it started are killed."""
+    own), answering the grader's requests. Each request waits until its Deadline: the CPU time
+    the sandbox used (cpu()), or the grader's clock as a backstop; past it, or at close(), the
+    child and everything it started are killed."""
 
     def __init__(self, limit, memory, bwrap, budget):
         seconds = int(START_LIMIT + 100 * limit)  # CPU time: a backstop, should the grader die
@@ -751,6 +798,7 @@ class Session:
         sandboxed = str(int(bwrap is not None))  # then the child checks it holds no privilege
         runs = [sys.executable, "-I", program, str(memory << 20), str(seconds), sandboxed]
         self.killed = None
+        self.spent = None  # the CPU time the sandbox had used when its time limit killed it
         self.pid1 = None  # the sandbox's init, which adopts every orphan in it
         self.runner = None  # the child's process, as the grader sees it
         self.threads = None  # its threads, once it is ready
@@ -775,7 +823,8 @@ class Session:
         self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
         self.process.stdin.close()
         self.process.stdout.close()
-        self.ask(None, time.monotonic() + START_LIMIT, "ready")
+        started = f"its sandbox did not start within {START_LIMIT:g} s"
+        self.ask(None, Deadline(None, time.monotonic() + START_LIMIT, started), "ready")
         below = tree(self.pid1) if self.pid1 else [self.process.pid]
         if len(below) == (2 if self.pid1 else 1):  # else it cannot tell: a new child each time
             self.runner = below[-1]
@@ -799,6 +848,42 @@ class Session:
             return True
         alone = sorted([self.pid1, self.runner] if self.pid1 else [self.runner])
         return sorted(tree(self.pid1 or self.runner)) != alone
+
+    def cpu(self):
+        """The CPU time, in seconds, that the child and all it started have used: its cgroup's
+        count (cgroup v2's cpu.stat), else the kernel's count of each process in the sandbox,
+        with the processes each waited for (those ended: the sandbox's init waits for every
+        orphan). Without a cgroup, a process that ends unwaited for (SIGCHLD ignored) is not
+        counted: the wall-clock backstop still ends what it does."""
+        used = self.cgroup.cpu() if self.cgroup is not None else None
+        if used is None:
+            used = sum(cpu_time(pid) for pid in tree(self.process.pid))
+        return used
+
+    def deadline(self, limit, wall, late):
+        """A Deadline `limit` seconds of CPU time from now, or at `wall` (time.monotonic()):
+        past the wall, the Stop says `late`."""
+        return Deadline(self.cpu() + limit, wall, late)
+
+    def watch(self, deadline, answered):
+        """Until answered is set: look at the deadline every POLL seconds; past it, kill the
+        child, saying which ("time" for the CPU time, "wall" for the clock). Once the kernel
+        has ended a process of its cgroup for its memory, the verdict is known: no wait for a
+        process that waits for the one ended."""
+        while True:
+            if time.monotonic() >= deadline.wall:
+                self.kill("wall")
+                return
+            if self.cgroup is not None and self.cgroup.out_of_memory():
+                self.kill("memory")
+                return
+            used = None if deadline.cpu is None else self.cpu()
+            if used is not None and used >= deadline.cpu:
+                self.spent = used
+                self.kill("time")
+                return
+            if answered.wait(POLL):
+                return
 
     def kill(self, why=None):
         self.killed = self.killed or why
@@ -825,8 +910,8 @@ class Session:
     def ask(self, message, deadline, *kinds):
         """The child's answer to message, [kind, ...] with kind one of kinds; Stop where none
         comes back by the deadline, or what comes back is not one."""
-        limit = deadline - time.monotonic()
-        watchdog = threading.Timer(max(limit, 0), self.kill, ["time"])
+        answered = threading.Event()
+        watchdog = threading.Thread(target=self.watch, args=(deadline, answered), daemon=True)
         watchdog.start()
         try:
             if message is not None:
@@ -847,12 +932,15 @@ class Session:
                 raise Stop(f"held more memory than its limit ({self.memory} MiB)") from None
             if self.killed == "time":
                 raise Stop("time") from None
+            if self.killed == "wall":
+                raise Stop(deadline.late) from None
             ended = isinstance(error, OSError) and str(error) != "bad message length"
             if ended or isinstance(error, EOFError):  # the child ended: how
                 raise Stop(f"ended its process (exit status {code})") from None
             raise Stop("sent what the grader cannot read") from None
         finally:
-            watchdog.cancel()
+            answered.set()
+            watchdog.join()
 
 
 class RemoteCall(torch.autograd.Function):
@@ -1244,10 +1332,16 @@ def answers_of(texts, limit, memory, bwrap):
     compiles each on the student's time; a function that runs past its time, ends its child, or
     leaves a thread or a process running beside it, is ended with it, and a new child goes on
     with the functions after it. Nothing the child does moves a deadline: each function has
-    `limit` seconds, the student a sum fixed before the first."""
+    `limit` seconds of CPU time, and backstop(limit) on the clock; the student a sum fixed
+    before the first, on the clock."""
     loads, results = {}, {}
     count = sum(len(cases.EXERCISES[rung]) for rung in texts)
-    student_deadline = time.monotonic() + START_LIMIT + limit * (3 * count + len(texts))
+    wall = backstop(limit)
+    student_deadline = time.monotonic() + START_LIMIT + wall * (3 * count + len(texts))
+    late = (
+        f"still running after {wall:g} s on the clock, having used less than {limit:g} s of "
+        "CPU time (a sleep, or a wait that never ends?)"
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensors: one thread is faster, and fair on a busy machine
     session = None
@@ -1264,17 +1358,21 @@ def answers_of(texts, limit, memory, bwrap):
                             session.close()
                         session = Session(limit, memory, bwrap, budget)
                         session.rung = rung
-                        deadline = min(time.monotonic() + limit, student_deadline)
+                        deadline = session.deadline(
+                            limit, min(time.monotonic() + wall, student_deadline), late
+                        )
                         why = session.ask(["load", hand_in(rung, text)], deadline, "loaded")[1]
                         loads[rung] = None if why is None else one_line(why)
                     if loads[rung] is not None:
                         break
-                    deadline = min(time.monotonic() + limit, student_deadline)
+                    deadline = session.deadline(
+                        limit, min(time.monotonic() + wall, student_deadline), late
+                    )
                     results[rung, name] = grade_function(session, rung, name, deadline)
                 except Stop as stop:
                     why = str(stop)
                     if why == "time":
-                        why = f"still running after {limit:g} s, the time limit"
+                        why = f"still running after {limit:g} s of CPU time, the time limit"
                     if time.monotonic() >= student_deadline:
                         why = "still running when the student's time ran out"
                     if session is not None:
@@ -1652,8 +1750,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         "check.py",
         description=__doc__.split("\n")[0] + " " + __doc__.split("\n")[1],
-        epilog=f"Each function gets {TIME_LIMIT:g} s for all its cases (--time-limit): one that "
-        "runs past it fails with a line that says so, and the grader goes on to the next.",
+        epilog=f"Each function gets {TIME_LIMIT:g} s for all its cases (--time-limit), of the "
+        "CPU time its code uses, however busy the machine: one that runs past it fails with a "
+        "line that says so, and the grader goes on to the next; one that sleeps or waits is "
+        f"ended after {WALL_TIMES} times its limit and {WALL_MORE:g} s on the clock.",
     )
     rungs = list(cases.EXERCISES)
     parser.add_argument("rung", help=f"one of: {', '.join(rungs)}; or all, every rung")
@@ -1675,7 +1775,7 @@ def main(argv=None):
         type=seconds,
         default=TIME_LIMIT,
         metavar="SECONDS",
-        help=f"the time a function gets for all its cases (default {TIME_LIMIT:g})",
+        help=f"the CPU time a function gets for all its cases (default {TIME_LIMIT:g})",
     )
     parser.add_argument(
         "--memory-limit",

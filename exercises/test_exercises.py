@@ -1314,10 +1314,92 @@ def test_a_function_that_never_returns_fails_its_time_limit_and_the_grader_goes_
     code, lines = grade("reinforce", path, capsys, "--time-limit", "2")
     assert time.monotonic() - started < 30 and code == 1, lines
     assert lines[0] == (
-        "✗ discounted_returns: one env, (T, N) = (3, 1): still running after 2 s, the time "
-        "limit (a loop that never ends?)"
+        "✗ discounted_returns: one env, (T, N) = (3, 1): still running after 2 s of CPU "
+        "time, the time limit (a loop that never ends?)"
     )
     assert lines[1].startswith("✓ reinforce_loss: ") and lines[2] == "1 of 2 functions passed"
+
+
+CPU_LOOPS = {
+    "a loop": "    while True:\n        pass\n",
+    "a loop in a process it waits for": (
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        while True:\n            pass\n"
+        "    os.waitpid(pid, 0)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("loop", list(CPU_LOOPS))
+def test_a_loop_is_ended_once_it_has_used_its_cpu_time(loop, tmp_path):
+    """The time limit counts the CPU time the sandbox used, every process of it: a loop, or a
+    process that the function waits for, is killed once it has used its limit, a few polls
+    late at most."""
+    text = wrong_file("reinforce", "discounted_returns", CPU_LOOPS[loop])
+    bwrap = grader.sandbox()
+    session = grader.Session(1.0, grader.MEMORY_LIMIT, bwrap, [grader.RECEIVED_LIMIT])
+    try:
+        session.rung = "reinforce"
+        loading = session.deadline(30.0, time.monotonic() + 120, "late")
+        assert (
+            session.ask(["load", grader.hand_in("reinforce", text)], loading, "loaded")[1] is None
+        )
+        deadline = session.deadline(1.0, time.monotonic() + 120, "late")
+        with pytest.raises(grader.Stop, match="^time$"):
+            grader.grade_function(session, "reinforce", "discounted_returns", deadline)
+        assert deadline.cpu <= session.spent < deadline.cpu + 0.5, (deadline.cpu, session.spent)
+    finally:
+        session.close()
+
+
+SLEEPS = """    if not hasattr(time, "slept"):  # once: 1.5 s on the clock, no CPU time
+        time.slept = time.sleep(1.5)
+"""
+
+
+def test_a_sleep_costs_no_cpu_time_and_the_wall_clock_ends_one_that_never_wakes(
+    tmp_path, capsys, monkeypatch
+):
+    """--time-limit 1: discounted_returns sleeps 1.5 s, past its limit on the clock but with
+    no CPU time used, and passes; reinforce_loss sleeps for ever and is ended by the backstop,
+    5 times the limit here (10 times and 5 s by default), with a line that says so."""
+    monkeypatch.setattr(grader, "WALL_TIMES", 5)
+    monkeypatch.setattr(grader, "WALL_MORE", 0.0)
+
+    def own_and_head(name):
+        source = inspect.getsource(grader.find(exercise_cases.script("reinforce"), name))
+        return source, source[: source.index('"""', source.index('"""') + 3) + 3] + "\n"
+
+    returns, head = own_and_head("discounted_returns")
+    text = with_function("reinforce", "discounted_returns", returns.replace(head, head + SLEEPS))
+    _, head = own_and_head("reinforce_loss")
+    text = with_function("reinforce", "reinforce_loss", head + "    time.sleep(600)\n", text)
+    path = tmp_path / "reinforce.py"
+    path.write_text("import time\n\n" + text)
+    code, lines = grade("reinforce", path, capsys, "--time-limit", "1")
+    assert code == 1 and lines[0].startswith("✓ discounted_returns: "), lines
+    assert lines[1].startswith("✗ reinforce_loss: ") and lines[1].endswith(
+        ": still running after 5 s on the clock, having used less than 1 s of CPU time (a "
+        "sleep, or a wait that never ends?)"
+    ), lines
+    assert lines[2] == "1 of 2 functions passed"
+
+
+def test_right_answers_pass_beside_two_cpu_burners(capsys):
+    """The time limit counts the CPU time of the student's code, not the machine's load: two
+    busy loops beside the grader change no verdict (on the clock, a shared server's load
+    failed right answers)."""
+    burner = [sys.executable, "-c", "while True: pass"]
+    burners = [subprocess.Popen(burner) for _ in range(2)]
+    try:
+        for rung in ("reinforce", "ppo_continuous"):
+            code, lines = grade(rung, ROOT / f"{rung}.py", capsys, "--time-limit", "2")
+            assert code == 0 and all(line.startswith("✓ ") for line in lines[:-1]), lines
+    finally:
+        for process in burners:
+            process.kill()
+            process.wait()
 
 
 def test_the_graders_help_says_the_time_limit(capsys):
@@ -1710,7 +1792,8 @@ CASE_1 = "one env, (T, N) = (3, 1): rewards=[1.0, 2.0, 3.0], dones=[False, False
 CASE_1 += "gamma=0.5, last_value=None"
 GAE_1 = "plain: (advantages, returns), one env: "
 TIMED_OUT = (
-    "one env, (T, N) = (3, 1): still running after 2 s, the time limit (a loop that never ends?)"
+    "one env, (T, N) = (3, 1): still running after 2 s of CPU time, the time limit (a loop that "
+    "never ends?)"
 )
 WHY = {  # (rung, name, its body, or code before the file) -> the start and end of its ✗ line
     "no return": (
@@ -1794,7 +1877,7 @@ WHY = {  # (rung, name, its body, or code before the file) -> the start and end 
     "a loop that catches BaseException": (
         "reinforce",
         "discounted_returns",
-        "    while True:\n        try:\n            time.sleep(0.01)\n"
+        "    while True:\n        try:\n            x = 0\n"
         "        except BaseException:\n            pass\n",
         TIMED_OUT,
     ),
@@ -2135,7 +2218,7 @@ DEEP_WRITE = """    import struct
     "body, says",
     [
         (KEEP_ALIVE, "sent what the grader cannot read"),
-        ("    time.sleep(600)\n", "still running after 2 s, the time limit"),
+        ("    time.sleep(600)\n", "still running after 6 s on the clock"),
         (DEEP_WRITE, "sent what the grader cannot read"),
         (DEEP_WRITE.replace('b"[" * 100_000 + b"]" * 100_000', 'b" " * (5 << 20)'), "cannot read"),
         ("    x = []\n    for _ in range(5000):\n        x = [x]\n    return x\n", "returned a "),
@@ -2147,11 +2230,14 @@ DEEP_WRITE = """    import struct
     ids=["a keep-alive", "a sleep", "a deep message", "a long message", "a deep return", "8 GiB"],
 )
 def test_a_function_ends_on_the_graders_clock_whatever_its_child_sends(
-    body, says, tmp_path, capsys
+    body, says, tmp_path, capsys, monkeypatch
 ):
     """Nothing the child sends moves a deadline; a message too deep or of another kind, a
     return nested 5,000 lists deep and an allocation past the memory limit each end as a ✗
-    line for that function, and the next function is graded."""
+    line for that function, and the next function is graded. (The wall-clock backstop here:
+    3 times the time limit, which ends a sleep in 6 s.)"""
+    monkeypatch.setattr(grader, "WALL_TIMES", 3)
+    monkeypatch.setattr(grader, "WALL_MORE", 0.0)
     path = tmp_path / "reinforce.py"
     source = wrong_file("reinforce", "discounted_returns", body)
     path.write_text(source.replace("import os\n", "import os\nimport torch\n", 1))
@@ -2759,7 +2845,9 @@ def test_a_compile_bomb_is_on_its_students_time_not_the_graders(tmp_path, capsys
     ], lines
     rows = {row[0]: row for row in csv.reader(table.open())}
     for student in ("bomb", "bombnb"):
-        assert rows[student][3].endswith("cannot load: still running after 1 s, the time limit")
+        assert rows[student][3].endswith(
+            "cannot load: still running after 1 s of CPU time, the time limit"
+        )
 
 
 GRANDCHILD = """    if not hasattr(os, "left"):  # once: a process that is no child of the runner's
