@@ -267,6 +267,7 @@ def passes(case, answer):
 
 # ---- the sandbox: what the child can reach -----------------------------------------------------
 NOBODY = 65534  # the host's user and group a child runs as where the grader is root
+INIT_MEMORY = ("/proc/1/mem", "/proc/1/task/1/mem")  # bwrap's init's memory, by /proc: hidden
 SYSTEM = ("/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/lib", "/lib32", "/lib64")
 LIBRARIES = ("python*/*-packages", "*/python*/*-packages", "local/lib*/python*/*-packages")
 
@@ -550,6 +551,8 @@ def sandbox():
     common += ["--proc", "/proc"]
     for listing in ("/proc/keys", "/proc/key-users"):  # the keyrings the child inherits: the
         common += ["--ro-bind", "/dev/null", listing]  # names of the teacher's keys
+    for memory in INIT_MEMORY:  # bwrap's init, run as the child's user where bwrap is: its
+        common += ["--ro-bind", "/dev/null", memory]  # options, host paths, in its memory
     common += ["--remount-ro", "/proc"]  # no kernel setting to write
     common += ["--dev", "/dev", *emptied("/dev/pts"), "--remount-ro", "/dev"]  # no /dev/shm to
     # fill, no pseudo-terminal to open (the kernel's count of them is the machine's)

@@ -2706,6 +2706,60 @@ def test_nothing_of_the_teachers_reaches_the_sandbox(tmp_path):
     assert cells[1][3].endswith("raised RuntimeError: found []"), cells[1][3]
 
 
+INIT_PEEK = """import os, re, sys
+found = []
+for name in ("mem", "task/1/mem"):  # every readable region of bwrap's init, as gdb would read it
+    try:
+        with open(f"/proc/1/{name}", "rb") as memory:
+            for line in open("/proc/1/maps").read().splitlines():
+                low, high = (int(x, 16) for x in line.split()[0].split("-"))
+                if "r" in line.split()[1]:
+                    try:
+                        memory.seek(low)
+                        found += re.findall(rb"--[a-z-]+|/marker-[0-9]+", memory.read(high - low))
+                    except OSError:
+                        pass
+    except OSError as error:
+        found.append(error.strerror)
+print(sorted(set(map(str, found))))
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("bwrap") is None or not Path("/usr/bin/python3").exists(),
+    reason="runs bubblewrap as a plain user (uid 1000), from root, with the system's Python",
+)
+def test_bwraps_init_run_as_the_students_user_shows_none_of_its_options(tmp_path):
+    """Run as a plain user, bwrap's init (PID 1 in the sandbox) has the child's user and is
+    dumpable: /proc/1/mem would give its options, host paths among them. The grader's binds of
+    /dev/null over it (check.INIT_MEMORY) leave nothing to read; without them the same child
+    reads the options."""
+    marker = f"/marker-{os.getpid()}"
+    base = ["--unshare-pid", "--unshare-user", "--uid", "65534", "--gid", "65534"]
+    base += ["--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--proc", "/proc"]
+    view = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/dev/null", marker]
+    for top in ("/lib", "/lib64", "/bin"):
+        if os.path.islink(top):
+            view += ["--symlink", os.readlink(top), top]
+    hidden = [x for place in grader.INIT_MEMORY for x in ("--ro-bind", "/dev/null", place)]
+    seen = {}
+    for way, options in (("bare", base + view), ("hidden", base + hidden + view)):
+        fd = grader.data_fd(b"".join(f"{option}\0".encode() for option in options))
+        try:
+            done = subprocess.run(
+                ["bwrap", "--args", str(fd), "/usr/bin/python3", "-I", "-c", INIT_PEEK],
+                pass_fds=[fd], capture_output=True, text=True, timeout=60, user=1000,
+                group=1000, extra_groups=[], env={}, cwd="/",
+            )  # fmt: skip
+        finally:
+            os.close(fd)
+        if done.returncode != 0 and way == "bare":
+            pytest.skip(f"bubblewrap cannot start as a plain user here: {done.stderr.strip()}")
+        seen[way] = done.stdout.strip()
+    assert "--ro-bind" in seen["bare"] and marker in seen["bare"], seen  # what it would read
+    assert seen["hidden"] == "['Permission denied']", seen
+
+
 @needs_sandbox
 def test_any_error_reading_a_notebook_is_its_students_row(tmp_path):
     """A solution cell beside a constant of 5,000 hex digits (more than Python turns into
