@@ -2626,6 +2626,59 @@ KERNEL = """    opened = []
 """
 
 
+IPC = """    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    calls = {"shmget": (29, 0, 1 << 30, 0o1600), "semget": (64, 0, 1, 0o1600),
+             "msgget": (68, 0, 0o1600), "mq_open": (240, b"/queue", 0o100 | 2, 0o600, None)}
+    got = []
+    for name, (number, *args) in calls.items():
+        ctypes.set_errno(0)
+        got.append(f"{name} {libc.syscall(number, *args)} {os.strerror(ctypes.get_errno())}")
+    raise RuntimeError(", ".join(got))
+"""
+ON_X86_64 = pytest.mark.skipif(
+    platform.machine() != "x86_64", reason="the filter's allowed list is x86_64's"
+)
+
+
+@needs_sandbox
+@ON_X86_64
+def test_system_v_ipc_and_message_queues_are_refused_in_the_sandbox(tmp_path, capsys):
+    """shared memory, semaphores and message queues hold memory that no limit of a process
+    counts (1,536 MiB of shmget under --memory-limit 256, without a cgroup): the filter, deny
+    by default, lets none be made."""
+    path = tmp_path / "reinforce.py"
+    path.write_text("import ctypes\n" + wrong_file("reinforce", "discounted_returns", IPC))
+    code, lines = grade("reinforce", path, capsys)
+    absent = "-1 Function not implemented"
+    assert code == 1 and lines[0].endswith(
+        f"raised RuntimeError: shmget {absent}, semget {absent}, msgget {absent}, mq_open {absent}"
+    ), lines
+    assert lines[1].startswith("✓ reinforce_loss")
+
+
+@needs_sandbox
+@ON_X86_64
+def test_a_right_answer_of_every_rung_meets_no_refused_call(tmp_path, monkeypatch):
+    """With every call the filter does not list ending the process (SECCOMP_RET_KILL_PROCESS,
+    where the grader says ENOSYS), the scripts' own functions of all five rungs and a right
+    sampler in another form still pass: nothing the runner or a right answer needs is off
+    the list. And the strict filter does hold: shmget ends the process that calls it."""
+    listed = grader.sandbox_filter
+    monkeypatch.setattr(grader, "sandbox_filter", lambda: listed(unlisted=grader.KILL))
+    for rung in exercise_cases.EXERCISES:
+        results = grader.grade(rung, ROOT / f"{rung}.py")
+        assert all(passed for _, passed, _ in results), results
+    path = tmp_path / "ppo_continuous.py"
+    source = SAMPLER.format(draw="mean + std * torch.randn_like(mean)")
+    path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
+    assert all(passed for _, passed, _ in grader.grade("ppo_continuous", path))
+    path = tmp_path / "reinforce.py"
+    path.write_text("import ctypes\n" + wrong_file("reinforce", "discounted_returns", IPC))
+    (_, passed, line), (_, other, _) = grader.grade("reinforce", path)
+    assert not passed and "ended its process" in line and other, line
+
+
 def grader_children(pid):
     """The processes below pid: [(its id, its command line)]."""
     found = []
@@ -2816,12 +2869,18 @@ def prefixed(rung, bodies):
 
 @needs_sandbox
 def test_memory_a_student_holds_in_a_memfd_counts_against_their_limit(tmp_path, capsys):
-    """2 GiB held in a memfd, which no mapping shows, under a limit of 256 MiB: a ✗ line."""
+    """2 GiB held in a memfd, which no mapping shows, under a limit of 256 MiB: a ✗ line (on
+    x86_64 the filter refuses memfd_create: ENOSYS)."""
     path = tmp_path / "reinforce.py"
     path.write_text(prefixed("reinforce", {"discounted_returns": MEMFD}))
     code, lines = grade("reinforce", path, capsys, "--memory-limit", "256")
     assert code == 1 and lines[0].startswith("✗ discounted_returns: "), lines
-    assert "File too large" in lines[0] or "held more memory than its limit" in lines[0]
+    refused = "Function not implemented" if platform.machine() == "x86_64" else None
+    assert any(
+        words in lines[0]
+        for words in ("File too large", "held more memory than its limit", refused)
+        if words
+    ), lines
     assert lines[1].startswith("✓ reinforce_loss")
 
 
