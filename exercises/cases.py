@@ -164,29 +164,7 @@ def near(x, target, within, below=None):
 
 
 # ---- a sampler's draws: N(mu, sigma), independent across rows, dimensions and calls ------------
-# A ✓ for a sampler means the script's distribution. The child draws from the grader's random
-# state (each case seeded), and the grader tests what comes back: z = (a - mu) / sigma of two
-# calls on the same x must look like independent N(0, 1) numbers. Both, because neither alone
-# is enough: comparing draws one by one would refuse right samplers that use the stream in
-# another order (a loop over rows, float64 draws, numpy's generator); a test of the draws
-# alone could not make the verdict the same on every run. With the state given, the script's
-# Normal(mu, sigma).sample(), mu + sigma * torch.randn_like(mu) and torch.normal(mu, sigma)
-# draw the same numbers from one seed here (torch 2.x on a CPU: normal_(0, 1), then * sigma
-# + mu) and pass on every run; any other right sampler passes but with a chance of at most
-# REFUSAL, shared by the function's tests (a union bound). Each test's threshold is a tail
-# bound that holds for every n, with a = alpha the test's share:
-#   the mean of n draws is N(0, 1/n):             P(|mean| > c) <= 2 exp(-n c^2 / 2)
-#   their variance, (n - 1) s^2 ~ chi^2_{n-1}:    Laurent and Massart (2000), Lemma 1
-#   the Kolmogorov-Smirnov distance D_n to N(0, 1): P(D_n > t) <= 2 exp(-2 n t^2) (Massart)
-#   the cosine of two independent vectors, one of m N(0, 1) draws (a uniform direction):
-#                                                 P(|cos| > c) <= 2 exp(-m c^2 / 2) (Ball,
-#   "An elementary introduction to modern convex geometry", Lemma 2.2: a cap of the sphere)
-# The cosines test independence: of rows 2i and 2i + 1 and of rows 2i + 1 and 2i + 2 (each
-# pair once, so that the two vectors share no draw), of two action dimensions, of two calls.
-# mu + sigma on one row and mu - sigma on the next fails the KS distance (0.34), a uniform on
-# mu +/- sqrt(3) sigma too (0.057, where the threshold is 0.016 for 40,000 draws), one z for
-# both dimensions the dimensions' cosine, the same draws on every call (a seed of its own, or
-# x itself) the calls' cosine.
+# (draws() says how, and why.)
 REFUSAL = 1e-6  # the chance, at most, that a right sampler is refused, per function
 DRAWING_CASES = 2  # the cases of Agent.get_action_and_value that draw: they share REFUSAL
 SLACK = 1e-3  # float32's rounding of a and mu in z (about 1e-6), far above it
@@ -247,7 +225,33 @@ def ks_distance(z):
 def draws(actions, mu, sigma):
     """The statistics of two calls' actions (B, dims) drawn from N(mu, sigma), each at its
     target or, past its threshold, as it is: (means, stds, KS distances, [the two ways of
-    neighbouring rows], [each pair of dimensions], the calls' cosine)."""
+    neighbouring rows], [each pair of dimensions], the calls' cosine).
+
+    A ✓ for a sampler means the script's distribution. The child draws from the grader's random
+    state (each case seeded), and the grader tests what comes back: z = (a - mu) / sigma of two
+    calls on the same x must look like independent N(0, 1) numbers. Both, because neither alone
+    is enough: comparing draws one by one would refuse right samplers that use the stream in
+    another order (a loop over rows, float64 draws, numpy's generator); a test of the draws
+    alone could not make the verdict the same on every run. With the state given, the script's
+    Normal(mu, sigma).sample(), mu + sigma * torch.randn_like(mu) and torch.normal(mu, sigma)
+    draw the same numbers from one seed here (torch 2.x on a CPU: normal_(0, 1), then * sigma
+    + mu) and pass on every run; any other right sampler passes but with a chance of at most
+    REFUSAL, shared by the function's tests (a union bound): 10 tests a case in 2 dimensions,
+    2 cases, so each test refuses a right sampler with a chance of at most 5e-8, and all 20
+    together 1e-6. Each test's threshold is a tail bound that holds for every n:
+      the mean of n draws is N(0, 1/n):             P(|mean| > c) <= 2 exp(-n c^2 / 2)
+      their variance, (n - 1) s^2 ~ chi^2_{n-1}:    Laurent and Massart (2000), Lemma 1
+      the Kolmogorov-Smirnov distance D_n to N(0, 1): P(D_n > t) <= 2 exp(-2 n t^2) (Massart)
+      the cosine of two independent vectors, one of m N(0, 1) draws (a uniform direction):
+                                                    P(|cos| > c) <= 2 exp(-m c^2 / 2) (Ball,
+      "An elementary introduction to modern convex geometry", Lemma 2.2: a cap of the sphere)
+    The cosines test independence: of rows 2i and 2i + 1 and of rows 2i + 1 and 2i + 2 (each
+    pair once, so that the two vectors share no draw), of two action dimensions, of two calls.
+    mu + sigma on one row and mu - sigma on the next fails the KS distance (0.34), a uniform on
+    mu +/- sqrt(3) sigma too (0.057, where the threshold is 0.016 for 40,000 draws), one z for
+    both dimensions the dimensions' cosine, the same draws on every call (a seed of its own, or
+    x itself) the calls' cosine.
+    """
     z = (torch.stack(actions).double() - mu.double()) / sigma.double()  # (2, B, dims)
     calls, rows, dims = z.shape
     limits = thresholds(calls, rows, dims)
