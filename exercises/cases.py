@@ -154,11 +154,139 @@ def alike(x, shape, what):
         raise ValueError(f"{what} has shape {got}, not {tuple(shape)}")
 
 
-def near(x, target, within):
-    """x, or target where x is within `within` of it (for statistics of random samples)."""
+def near(x, target, within, below=None):
+    """x, or target where x is within `within` of it (`below` under it, where the two sides
+    differ), for statistics of random samples."""
     x = torch.as_tensor(x, dtype=torch.float32)
     target = torch.as_tensor(target, dtype=torch.float32).expand_as(x)
-    return torch.where((x - target).abs() < within, target, x)
+    below = within if below is None else below
+    return torch.where((x - target < within) & (target - x < below), target, x)
+
+
+# ---- a sampler's draws: N(mu, sigma), independent across rows, dimensions and calls ------------
+# (draws() says how, and why.)
+REFUSAL = 1e-6  # the chance, at most, that a right sampler is refused, per function
+DRAWING_CASES = 2  # the cases of Agent.get_action_and_value that draw: they share REFUSAL
+SLACK = 1e-3  # float32's rounding of a and mu in z (about 1e-6), far above it
+
+
+def draw_tests(dims):
+    """How many tests draws() makes of draws in `dims` dimensions."""
+    return 3 * dims + 2 + dims * (dims - 1) // 2 + 1
+
+
+def thresholds(calls, rows, dims):
+    """{statistic: (how far above its target it may be, how far below)}, for `calls` calls'
+    draws of `rows` rows and `dims` dimensions, at each test's share of REFUSAL."""
+    x = math.log(2 * draw_tests(dims) * DRAWING_CASES / REFUSAL)  # a test refuses: <= 2 e^-x
+    n = calls * rows  # the draws of one dimension
+    k = n - 1  # their variance's degrees of freedom
+    mean = math.sqrt(2 * x / n)
+    high = math.sqrt(1 + 2 * math.sqrt(x / k) + 2 * x / k) - 1
+    low = 1 - math.sqrt(1 - 2 * math.sqrt(x / k))
+    ks = math.sqrt(x / (2 * n))
+    pairs = calls * dims * ((rows - 1) // 2)  # of neighbouring rows, the fewer of the two ways
+    return {
+        name: (limit + SLACK, (low if name == "std" else limit) + SLACK)
+        for name, limit in [
+            ("mean", mean),
+            ("std", high),
+            ("ks", ks),
+            ("rows", math.sqrt(2 * x / pairs)),
+            ("dims", math.sqrt(2 * x / n)),
+            ("calls", math.sqrt(2 * x / (rows * dims))),
+        ]
+    }
+
+
+DRAW_PARTS = (
+    "the mean of z = (a - mu) / sigma in each dimension",
+    "the std of z in each dimension",
+    "the largest gap between z's distribution and N(0, 1)'s (Kolmogorov-Smirnov)",
+    "the correlation of z on neighbouring rows (2i and 2i + 1, 2i + 1 and 2i + 2)",
+    "the correlation of z between action dimensions",
+    "the correlation of z between the two calls",
+)
+
+
+def cosine(u, w):
+    return float((u * w).sum() / (u.norm() * w.norm()).clamp_min(1e-300))
+
+
+def ks_distance(z):
+    """sup |F_n - Phi|: the Kolmogorov-Smirnov distance of the draws z from N(0, 1)."""
+    z = z.sort().values
+    n = len(z)
+    cdf = 0.5 * (1 + torch.erf(z / math.sqrt(2)))
+    steps = torch.arange(n + 1, dtype=torch.float64) / n
+    return float(torch.maximum(steps[1:] - cdf, cdf - steps[:-1]).max())
+
+
+def draws(actions, mu, sigma):
+    """The statistics of two calls' actions (B, dims) drawn from N(mu, sigma), each at its
+    target or, past its threshold, as it is: (means, stds, KS distances, [the two ways of
+    neighbouring rows], [each pair of dimensions], the calls' cosine).
+
+    A ✓ for a sampler means the script's distribution. The child draws from the grader's random
+    state (each case seeded), and the grader tests what comes back: z = (a - mu) / sigma of two
+    calls on the same x must look like independent N(0, 1) numbers. Both, because neither alone
+    is enough: comparing draws one by one would refuse right samplers that use the stream in
+    another order (a loop over rows, float64 draws, numpy's generator); a test of the draws
+    alone could not make the verdict the same on every run. With the state given, the script's
+    Normal(mu, sigma).sample(), mu + sigma * torch.randn_like(mu) and torch.normal(mu, sigma)
+    draw the same numbers from one seed here (torch 2.x on a CPU: normal_(0, 1), then * sigma
+    + mu) and pass on every run; any other right sampler passes but with a chance of at most
+    REFUSAL, shared by the function's tests (a union bound): 10 tests a case in 2 dimensions,
+    2 cases, so each test refuses a right sampler with a chance of at most 5e-8, and all 20
+    together 1e-6. Each test's threshold is a tail bound that holds for every n:
+      the mean of n draws is N(0, 1/n):             P(|mean| > c) <= 2 exp(-n c^2 / 2)
+      their variance, (n - 1) s^2 ~ chi^2_{n-1}:    Laurent and Massart (2000), Lemma 1
+      the Kolmogorov-Smirnov distance D_n to N(0, 1): P(D_n > t) <= 2 exp(-2 n t^2) (Massart)
+      the cosine of two independent vectors, one of m N(0, 1) draws (a uniform direction):
+                                                    P(|cos| > c) <= 2 exp(-m c^2 / 2) (Ball,
+      "An elementary introduction to modern convex geometry", Lemma 2.2: a cap of the sphere)
+    The cosines test independence: of rows 2i and 2i + 1 and of rows 2i + 1 and 2i + 2 (each
+    pair once, so that the two vectors share no draw), of two action dimensions, of two calls.
+    mu + sigma on one row and mu - sigma on the next fails the KS distance (0.34), a uniform on
+    mu +/- sqrt(3) sigma too (0.057, where the threshold is 0.016 for 40,000 draws), one z for
+    both dimensions the dimensions' cosine, the same draws on every call (a seed of its own, or
+    x itself) the calls' cosine.
+    """
+    z = (torch.stack(actions).double() - mu.double()) / sigma.double()  # (2, B, dims)
+    calls, rows, dims = z.shape
+    limits = thresholds(calls, rows, dims)
+    columns = z.reshape(-1, dims).T
+    half = (rows - 1) // 2  # pairs of neighbouring rows, each way
+    neighbours = [
+        cosine(z[:, 0 : 2 * half : 2].flatten(), z[:, 1 : 2 * half : 2].flatten()),
+        cosine(z[:, 1 : 2 * half + 1 : 2].flatten(), z[:, 2 : 2 * half + 2 : 2].flatten()),
+    ]
+    pairs = [cosine(columns[i], columns[j]) for i in range(dims) for j in range(i + 1, dims)]
+    found = dict(
+        mean=(columns.mean(1), 0.0),
+        std=(columns.std(1), 1.0),
+        ks=([ks_distance(c) for c in columns], 0.0),
+        rows=(neighbours, 0.0),
+        dims=(pairs, 0.0),
+        calls=(cosine(z[0].flatten(), z[1].flatten()), 0.0),
+    )
+    return tuple(near(value, target, *limits[key]) for key, (value, target) in found.items())
+
+
+def expected_draws(dims):
+    """What draws() gives for a right sampler: every statistic at its target."""
+    pairs = dims * (dims - 1) // 2
+    return ([0.0] * dims, [1.0] * dims, [0.0] * dims, [0.0, 0.0], [0.0] * pairs, 0.0)
+
+
+def two_calls(fn, agent, x, size):
+    """fn(agent, x) twice, the random stream going on between them: (the first call's result,
+    both calls' actions), each refused unless of shape (size, 2)."""
+    first = fn(agent, x.clone())
+    second = fn(agent, x.clone())
+    for result in (first, second):
+        alike(result[0], (size, 2), "the action")
+    return first, [first[0], second[0]]
 
 
 # ---- discounted_returns(rewards, dones, gamma, last_value=None) ---------------------------------
@@ -526,14 +654,11 @@ def get_action_and_value_cases():
             _, logp, entropy, value = fn(agent, torch.randn(2, 3), t(GAUSSIAN["actions"]))
         return logp, entropy, list(value.shape)
 
-    def sampled(fn):  # mean mu and std sigma, to within 4 standard errors (1/sqrt(20000) = .007)
+    def sampled(fn):  # z = (a - mu) / sigma of two calls: independent N(0, 1) draws
         agent = fresh("gaussian", gaussian_agent)
         with torch.no_grad():
-            samples = fn(agent, torch.randn(20_000, 3))[0]
-        alike(samples, (20_000, 2), "the action")
-        mean, std = samples.mean(0), samples.std(0)
-        near = lambda x, y: torch.where((x - t(y)).abs() < 0.03, t(y), x)  # noqa: E731
-        return near(mean, GAUSSIAN["mean"]), near(std, GAUSSIAN["std"])
+            _, actions = two_calls(fn, agent, torch.randn(20_000, 3), 20_000)
+        return draws(actions, t(GAUSSIAN["mean"]), t(GAUSSIAN["std"]))
 
     inputs = f"mu={GAUSSIAN['mean']}, sigma={GAUSSIAN['std']}, actions={GAUSSIAN['actions']}"
     expected = (GAUSSIAN_EXPECTED["logprob"], GAUSSIAN_EXPECTED["entropy"], [2, 1])
@@ -542,10 +667,11 @@ def get_action_and_value_cases():
             "(log pi(a|s), entropy, V's shape), summed over action dims", inputs, scored, expected
         ),
         Case(
-            "20,000 samples: their (mean, std)",
-            f"mu={GAUSSIAN['mean']}, sigma={GAUSSIAN['std']}",
+            "20,000 draws, in two calls: z = (a - mu) / sigma, independent N(0, 1) numbers",
+            f"mu={GAUSSIAN['mean']}, sigma={GAUSSIAN['std']}, x float32 (20000, 3), action None",
             sampled,
-            (GAUSSIAN["mean"], GAUSSIAN["std"]),
+            expected_draws(2),
+            parts=DRAW_PARTS,
         ),
     ]
 
@@ -779,32 +905,30 @@ def get_action_and_value_random():
     def sampled(seed, size=20_000):
         x = torch.randn(size, 3, generator=gen(seed))
 
-        def call(fn):  # 4 standard errors: 4 / sqrt(20000) = .03
+        def call(fn):  # log pi and V of the action drawn, then the draws of two calls
             agent = fresh(("input", seed), lambda: input_agent(seed))
             with seeded(seed), torch.no_grad():
-                action, logprob, _, value = fn(agent, x.clone())
-                alike(action, (size, 2), "the action")
+                mu, sigma = agent.actor_mean(x), agent.actor_logstd.exp().expand(size, 2)
+                (action, logprob, _, value), actions = two_calls(fn, agent, x, size)
                 _, own_logprob, _, own_value = own("ppo_continuous", "Agent.get_action_and_value")(
                     agent, x, action
                 )
                 alike(logprob, own_logprob.shape, "log pi(a|x)")
                 alike(value, own_value.shape, "V(x)")
-                z = (action - agent.actor_mean(x)) / agent.actor_logstd.exp()
             return (
-                list(action.shape),
                 near((logprob - own_logprob).abs().max(), 0.0, 1e-4),
-                near(z.mean(0), 0.0, 0.03),
-                near(z.std(0), 1.0, 0.03),
                 near((value - own_value).abs().max(), 0.0, 1e-4),
+                *draws(actions, mu, sigma),
             )
 
         label = (
-            f"an agent whose layers depend on x, seed {seed}, {size:,} samples: (their shape, "
-            "|log pi - the script's|, mean and std of (a - mu(x)) / sigma, |V - the script's|)"
+            f"an agent whose layers depend on x, seed {seed}, {size:,} draws in two calls: "
+            "(|log pi - the script's|, |V - the script's|, then z = (a - mu(x)) / sigma, "
+            "independent N(0, 1) numbers)"
         )
         inputs = f"x float32 ({size}, 3) ~ N(0, 1), action None"
-        parts = ("shape", "|log pi - the script's|", "mean", "std", "|V - the script's|")
-        return against("ppo_continuous", "Agent.get_action_and_value", label, inputs, call, parts)
+        parts = ("|log pi - the script's|", "|V - the script's|", *DRAW_PARTS)
+        return Case(label, inputs, call, (0.0, 0.0, *expected_draws(2)), "random", parts)
 
     whats = ("values", "log pi", "entropy", "V")
     return [draw(seed, size, w) for seed, size in ((1, 7), (2, 12)) for w in whats] + [sampled(3)]
@@ -1195,6 +1319,10 @@ def _no_ceiling_lr(lr, kl, target_kl, max_lr):
     return max(_unbounded_lr(lr, kl, target_kl, max_lr), 1e-5)
 
 
+HALF = (  # v_loss = 0.5 * ((newvalue - b_returns) ** 2).mean(), or 0.5 * v_loss_max.mean()
+    "CleanRL's 1/2 (its v_loss = 0.5 * (...).mean()): this script's L_V has none, the mean of"
+    " the squared errors as it is"
+)
 MISTAKES = {  # name: [(the mistake in words, a wrong version)]
     "discounted_returns": [
         ("no reset at an episode's end: G flows back across it", _no_reset),
@@ -1224,6 +1352,10 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
             lambda lp, v, g: (-(lp * (g - v).detach()).mean(), (g - v).abs().mean()),
         ),
         (
+            HALF,
+            lambda lp, v, g: (-(lp * (g - v).detach()).mean(), 0.5 * ((g - v) ** 2).mean()),
+        ),
+        (
             "the values detached in the value loss: the critic never learns",
             lambda lp, v, g: (-(lp * (g - v).detach()).mean(), ((g - v.detach()) ** 2).mean()),
         ),
@@ -1249,10 +1381,7 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
             lambda v, r, o=None, e=None: script("ppo_gae").value_loss(v, r, o, e) * len(v),
         ),
         ("not squared: mean |G - V|", lambda v, r, o=None, e=None: (r - v).abs().mean()),
-        (
-            "half the mean squared error: here --vf-coef weighs it, not a 1/2 inside",
-            lambda v, r, o=None, e=None: script("ppo_gae").value_loss(v, r, o, e) / 2,
-        ),
+        (HALF, lambda v, r, o=None, e=None: script("ppo_gae").value_loss(v, r, o, e) / 2),
     ],
     "compute_gae": [
         (

@@ -66,7 +66,9 @@ import runner  # noqa: E402  (exercises/runner.py: the child, and the data both 
 from runner import find, unwritten  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-TIME_LIMIT = 5.0  # seconds a function gets for all its cases
+TIME_LIMIT = 5.0  # seconds of CPU time a function's sandbox may use for all its cases
+WALL_TIMES = 10  # the wall-clock backstop: this many times the time limit, on the grader's
+WALL_MORE = 5.0  # clock, and this many seconds more (what sleeps or waits uses no CPU time)
 START_LIMIT = 60.0  # seconds a child gets to start python and torch, before any student code
 MEMORY_LIMIT = 1024  # MiB a student's code may allocate, beyond what python and torch hold
 FILE_LIMIT = runner.CODE_LIMIT  # bytes: a larger .py hand-in is not read (a notebook: 64
@@ -267,6 +269,7 @@ def passes(case, answer):
 
 # ---- the sandbox: what the child can reach -----------------------------------------------------
 NOBODY = 65534  # the host's user and group a child runs as where the grader is root
+INIT_MEMORY = ("/proc/1/mem", "/proc/1/task/1/mem")  # bwrap's init's memory, by /proc: hidden
 SYSTEM = ("/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/lib", "/lib32", "/lib64")
 LIBRARIES = ("python*/*-packages", "*/python*/*-packages", "local/lib*/python*/*-packages")
 
@@ -403,43 +406,94 @@ REFUSED = (  # what no runner needs, refused whatever it is asked for (EPERM):
 )  # fmt: skip
 
 
-def sandbox_filter():
+ALLOWED = {  # x86_64: what the child may call, by name and number. Traced: what the runner,
+    # setpriv before it and right answers of all five rungs called in the sandbox (strace -f,
+    # Debian's strace 6.1, of `check.py all` on the scripts, of their exercises solved, of
+    # test_exercises.py's right forms and of a notebook, counting each process from bwrap's
+    # seccomp() on; the README says how to trace again).
+    "read": 0, "write": 1, "open": 2, "close": 3, "fstat": 5, "lseek": 8, "mmap": 9,
+    "mprotect": 10, "munmap": 11, "brk": 12, "rt_sigaction": 13, "ioctl": 16, "pread64": 17,
+    "access": 21, "dup2": 33, "getpid": 39, "execve": 59, "wait4": 61, "uname": 63,
+    "fcntl": 72, "getcwd": 79, "readlink": 89, "sysinfo": 99, "getuid": 102,
+    "setgroups": 116, "setresuid": 117, "getresuid": 118, "setresgid": 119, "getresgid": 120,
+    "capget": 125, "capset": 126, "fstatfs": 138, "prctl": 157, "arch_prctl": 158,
+    "gettid": 186, "futex": 202, "sched_setaffinity": 203, "sched_getaffinity": 204,
+    "getdents64": 217, "set_tid_address": 218, "clock_nanosleep": 230, "exit_group": 231,
+    "mbind": 237, "openat": 257, "newfstatat": 262, "set_robust_list": 273,
+    "epoll_create1": 291, "prlimit64": 302, "getrandom": 318, "rseq": 334,
+    # Not traced, but what Python, glibc and torch call on a path a right answer in another
+    # form may take, each about the process itself: a thread's start and end (clone, whose
+    # flags are looked at, exit), signals to itself, time, sleep, pipes, polling, process
+    # groups and sessions (inside the sandbox's own), the older and newer forms of the calls
+    # above.
+    "stat": 4, "lstat": 6, "poll": 7, "rt_sigprocmask": 14, "rt_sigreturn": 15,
+    "pwrite64": 18, "readv": 19, "writev": 20, "pipe": 22, "select": 23, "sched_yield": 24,
+    "mremap": 25, "madvise": 28, "dup": 32, "nanosleep": 35, "clone": 56, "exit": 60,
+    "kill": 62, "getdents": 78, "gettimeofday": 96, "getrusage": 98, "times": 100,
+    "getgid": 104, "geteuid": 107, "getegid": 108, "setpgid": 109, "getppid": 110,
+    "getpgrp": 111, "setsid": 112, "getpgid": 121, "getsid": 124, "sigaltstack": 131,
+    "sched_getparam": 143, "sched_getscheduler": 145,
+    "time": 201, "restart_syscall": 219, "clock_gettime": 228, "clock_getres": 229,
+    "epoll_wait": 232, "epoll_ctl": 233, "tgkill": 234, "waitid": 247, "faccessat": 269,
+    "pselect6": 270, "ppoll": 271, "epoll_pwait": 281, "eventfd2": 290, "dup3": 292,
+    "pipe2": 293, "statx": 332, "close_range": 436, "faccessat2": 439,
+}  # fmt: skip
+# Refused on x86_64 because unlisted (ENOSYS), among others: shmget (29), semget (64), msgget
+# (68) and the rest of System V IPC, mq_open (240) and POSIX message queues, memfd_create
+# (319), whose memory no limit of a process counts; mount, bpf, perf_event_open,
+# userfaultfd, fork (57: glibc forks by clone), unshare (272), setns.
+
+
+KILL = 0x80000000  # SECCOMP_RET_KILL_PROCESS: what the tests give an unlisted call
+
+
+def sandbox_filter(unlisted=None):
     """A seccomp filter, classic BPF as bwrap --seccomp reads it, for the child's program and
-    all it starts: REFUSED's calls (EPERM), unshare() and clone() with CLONE_NEWUSER (EPERM: no
-    user namespace, in which a student would mount a tmpfs of their own), clone3() (ENOSYS:
-    glibc falls back to clone()) and any call of another ABI (i386's or x32's on x86_64).
-    None on a machine whose numbers it does not know."""
+    all it starts. On x86_64, deny by default: ALLOWED's calls pass, clone() too but with
+    CLONE_NEWUSER (EPERM: no user namespace, in which a student would mount a tmpfs of their
+    own); REFUSED's get EPERM (what the runner meets and goes on without: glibc's look for nscd
+    is a socket); clone3() ENOSYS (glibc falls back to clone()); any other call ENOSYS, or
+    `unlisted` (KILL, in the test that a right answer meets none), System V IPC (shmget, msgget,
+    semget) and POSIX message queues (mq_open) among them, whose memory no limit of a process
+    counts. On aarch64, where no list was traced, the filter refuses a list: REFUSED's calls,
+    unshare() and clone() with CLONE_NEWUSER, clone3(); the rest passes, System V IPC and
+    message queues too (their memory is bounded there by a cgroup only; README's table). Any
+    call of another ABI (i386's or x32's on x86_64) is ENOSYS. None on another machine."""
     if platform.machine() not in MACHINES:
         return None
     column, arch = MACHINES[platform.machine()]
     number = {name: numbers[column] for name, numbers in SYSCALLS.items()}
+    listed = ALLOWED if platform.machine() == "x86_64" else None
     allow, refuse, absent = 0x7FFF0000, 0x50000 | errno.EPERM, 0x50000 | errno.ENOSYS
     load, equal, at_least, any_bit, give = 0x20, 0x15, 0x35, 0x45, 0x06
-    flags = 5 + len(REFUSED) + 2  # where unshare's and clone's flags are looked at
-    allowed, refused, absented = flags + 2, flags + 3, flags + 4  # the three verdicts
-
-    def to(target, here):  # a jump counts the lines it skips
-        return target - here - 1
-
-    program = [  # (code, jump if true, jump if false, k)
-        (load, 0, 0, 4),  # its ABI
-        (equal, 0, to(absented, 1), arch),  # another's: absent
-        (load, 0, 0, 0),  # the system call's number
-        (at_least, to(absented, 3), 0, 0x40000000),  # x32's: absent
-        (equal, to(absented, 4), 0, number["clone3"]),
+    program = [  # (code, where to go if true, if false, k): a label, or None for the next line
+        (load, None, None, 4),  # its ABI
+        (equal, None, "absent", arch),  # another's: absent
+        (load, None, None, 0),  # the system call's number
+        (at_least, "absent", None, 0x40000000),  # x32's: absent
+        (equal, "absent", None, number["clone3"]),
+        *[(equal, "refused", None, number[name]) for name in REFUSED],
+        (equal, "flags", None, number["clone"]),
     ]
-    for here, name in enumerate(REFUSED, start=5):
-        program.append((equal, to(refused, here), 0, number[name]))
+    if listed is None:
+        program += [(equal, "flags", None, number["unshare"]), (give, None, None, allow)]
+    else:
+        program += [(equal, "allowed", None, k) for name, k in listed.items() if name != "clone"]
+        program.append((give, None, None, absent if unlisted is None else unlisted))
+    labels = {"flags": len(program)}
     program += [
-        (equal, to(flags, flags - 2), 0, number["unshare"]),
-        (equal, 0, to(allowed, flags - 1), number["clone"]),
-        (load, 0, 0, 16),  # its first argument, the flags
-        (any_bit, to(refused, flags + 1), 0, 0x10000000),  # CLONE_NEWUSER
-        (give, 0, 0, allow),
-        (give, 0, 0, refuse),
-        (give, 0, 0, absent),
+        (load, None, None, 16),  # its first argument, the flags
+        (any_bit, "refused", None, 0x10000000),  # CLONE_NEWUSER
     ]
-    return b"".join(struct.pack("=HBBI", *line) for line in program)
+    labels |= {"allowed": len(program), "refused": len(program) + 1, "absent": len(program) + 2}
+    program += [(give, None, None, allow), (give, None, None, refuse), (give, None, None, absent)]
+
+    def to(label, here):  # a jump counts the lines it skips, at most 255
+        return 0 if label is None else labels[label] - here - 1
+
+    lines = [(code, to(t, i), to(f, i), k) for i, (code, t, f, k) in enumerate(program)]
+    assert all(0 <= jump <= 255 for _, t, f, _ in lines for jump in (t, f))
+    return b"".join(struct.pack("=HBBI", *line) for line in lines)
 
 
 class Sandbox:
@@ -550,6 +604,8 @@ def sandbox():
     common += ["--proc", "/proc"]
     for listing in ("/proc/keys", "/proc/key-users"):  # the keyrings the child inherits: the
         common += ["--ro-bind", "/dev/null", listing]  # names of the teacher's keys
+    for memory in INIT_MEMORY:  # bwrap's init, run as the child's user where bwrap is: its
+        common += ["--ro-bind", "/dev/null", memory]  # options, host paths, in its memory
     common += ["--remount-ro", "/proc"]  # no kernel setting to write
     common += ["--dev", "/dev", *emptied("/dev/pts"), "--remount-ro", "/dev"]  # no /dev/shm to
     # fill, no pseudo-terminal to open (the kernel's count of them is the machine's)
@@ -688,6 +744,13 @@ class Cgroup:
             read(self.file("memory.current" if self.version == 2 else "memory.usage_in_bytes"))
         )
 
+    def cpu(self):
+        """The CPU time its processes used, in seconds, all of them (those ended included), or
+        None where the kernel does not count it here (cgroup v1's memory hierarchy)."""
+        stat = read(self.file("cpu.stat")) if self.version == 2 else ""
+        counts = dict(line.split() for line in stat.splitlines() if len(line.split()) == 2)
+        return int(counts["usage_usec"]) / 1e6 if counts.get("usage_usec", "").isdigit() else None
+
     def out_of_memory(self):
         """Whether the kernel ended a process of it for its memory."""
         events = read(self.file("memory.events" if self.version == 2 else "memory.oom_control"))
@@ -727,6 +790,21 @@ def tree(pid):
     return found
 
 
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc/PID/stat's unit
+
+
+def cpu_time(pid):
+    """The CPU time of pid and of every child it waited for (those children's own included),
+    in seconds, as the kernel counts it: utime + stime + cutime + cstime of /proc/PID/stat;
+    0 for a process gone."""
+    stat = read(f"/proc/{pid}/stat")
+    fields = stat[stat.rfind(")") + 2 :].split()  # after the name, which may hold anything
+    try:
+        return sum(int(tick) for tick in fields[11:15]) / TICKS
+    except ValueError:
+        return 0.0
+
+
 def privileges_dropped(pid):
     try:
         return runner.unprivileged(f"/proc/{pid}/status")
@@ -742,10 +820,33 @@ def threads(pid):
 
 
 # ---- the child: the student's file, run by exercises/runner.py ---------------------------------
+POLL = 0.02  # seconds between two looks at the CPU time a sandbox has used
+
+
+class Deadline:
+    """When the grader stops waiting for a child: once its sandbox has used `cpu` seconds of
+    CPU time as Session.cpu() counts them (None: not counted), or at `wall` on the grader's
+    clock (time.monotonic()), whichever comes first; `late`: what the Stop says at the wall.
+    The time limit counts what the student's code used, not how busy the machine is: a right
+    answer passes beside other work; a loop that never ends is ended within its CPU time; what
+    sleeps or waits, using none, is ended by the wall."""
+
+    def __init__(self, cpu, wall, late):
+        self.cpu = cpu
+        self.wall = wall
+        self.late = late
+
+
+def backstop(limit):
+    """The wall-clock seconds a function may take, whatever CPU time it used."""
+    return WALL_TIMES * limit + WALL_MORE
+
+
 class Session:
     """One student's child, in the sandbox (or, where none can start, as a plain process of its
-    own), answering the grader's requests. Each request waits until a deadline on the grader's
-    clock; past it, or at close(), the child and everything it started are killed."""
+    own), answering the grader's requests. Each request waits until its Deadline: the CPU time
+    the sandbox used (cpu()), or the grader's clock as a backstop; past it, or at close(), the
+    child and everything it started are killed."""
 
     def __init__(self, limit, memory, bwrap, budget):
         seconds = int(START_LIMIT + 100 * limit)  # CPU time: a backstop, should the grader die
@@ -753,6 +854,7 @@ class Session:
         sandboxed = str(int(bwrap is not None))  # then the child checks it holds no privilege
         runs = [sys.executable, "-I", program, str(memory << 20), str(seconds), sandboxed]
         self.killed = None
+        self.spent = None  # the CPU time the sandbox had used when its time limit killed it
         self.pid1 = None  # the sandbox's init, which adopts every orphan in it
         self.runner = None  # the child's process, as the grader sees it
         self.threads = None  # its threads, once it is ready
@@ -777,7 +879,8 @@ class Session:
         self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
         self.process.stdin.close()
         self.process.stdout.close()
-        self.ask(None, time.monotonic() + START_LIMIT, "ready")
+        started = f"its sandbox did not start within {START_LIMIT:g} s"
+        self.ask(None, Deadline(None, time.monotonic() + START_LIMIT, started), "ready")
         below = tree(self.pid1) if self.pid1 else [self.process.pid]
         if len(below) == (2 if self.pid1 else 1):  # else it cannot tell: a new child each time
             self.runner = below[-1]
@@ -801,6 +904,42 @@ class Session:
             return True
         alone = sorted([self.pid1, self.runner] if self.pid1 else [self.runner])
         return sorted(tree(self.pid1 or self.runner)) != alone
+
+    def cpu(self):
+        """The CPU time, in seconds, that the child and all it started have used: its cgroup's
+        count (cgroup v2's cpu.stat), else the kernel's count of each process in the sandbox,
+        with the processes each waited for (those ended: the sandbox's init waits for every
+        orphan). Without a cgroup, a process that ends unwaited for (SIGCHLD ignored) is not
+        counted: the wall-clock backstop still ends what it does."""
+        used = self.cgroup.cpu() if self.cgroup is not None else None
+        if used is None:
+            used = sum(cpu_time(pid) for pid in tree(self.process.pid))
+        return used
+
+    def deadline(self, limit, wall, late):
+        """A Deadline `limit` seconds of CPU time from now, or at `wall` (time.monotonic()):
+        past the wall, the Stop says `late`."""
+        return Deadline(self.cpu() + limit, wall, late)
+
+    def watch(self, deadline, answered):
+        """Until answered is set: look at the deadline every POLL seconds; past it, kill the
+        child, saying which ("time" for the CPU time, "wall" for the clock). Once the kernel
+        has ended a process of its cgroup for its memory, the verdict is known: no wait for a
+        process that waits for the one ended."""
+        while True:
+            if time.monotonic() >= deadline.wall:
+                self.kill("wall")
+                return
+            if self.cgroup is not None and self.cgroup.out_of_memory():
+                self.kill("memory")
+                return
+            used = None if deadline.cpu is None else self.cpu()
+            if used is not None and used >= deadline.cpu:
+                self.spent = used
+                self.kill("time")
+                return
+            if answered.wait(POLL):
+                return
 
     def kill(self, why=None):
         self.killed = self.killed or why
@@ -827,8 +966,8 @@ class Session:
     def ask(self, message, deadline, *kinds):
         """The child's answer to message, [kind, ...] with kind one of kinds; Stop where none
         comes back by the deadline, or what comes back is not one."""
-        limit = deadline - time.monotonic()
-        watchdog = threading.Timer(max(limit, 0), self.kill, ["time"])
+        answered = threading.Event()
+        watchdog = threading.Thread(target=self.watch, args=(deadline, answered), daemon=True)
         watchdog.start()
         try:
             if message is not None:
@@ -849,12 +988,15 @@ class Session:
                 raise Stop(f"held more memory than its limit ({self.memory} MiB)") from None
             if self.killed == "time":
                 raise Stop("time") from None
+            if self.killed == "wall":
+                raise Stop(deadline.late) from None
             ended = isinstance(error, OSError) and str(error) != "bad message length"
             if ended or isinstance(error, EOFError):  # the child ended: how
                 raise Stop(f"ended its process (exit status {code})") from None
             raise Stop("sent what the grader cannot read") from None
         finally:
-            watchdog.cancel()
+            answered.set()
+            watchdog.join()
 
 
 class RemoteCall(torch.autograd.Function):
@@ -1246,10 +1388,16 @@ def answers_of(texts, limit, memory, bwrap):
     compiles each on the student's time; a function that runs past its time, ends its child, or
     leaves a thread or a process running beside it, is ended with it, and a new child goes on
     with the functions after it. Nothing the child does moves a deadline: each function has
-    `limit` seconds, the student a sum fixed before the first."""
+    `limit` seconds of CPU time, and backstop(limit) on the clock; the student a sum fixed
+    before the first, on the clock."""
     loads, results = {}, {}
     count = sum(len(cases.EXERCISES[rung]) for rung in texts)
-    student_deadline = time.monotonic() + START_LIMIT + limit * (3 * count + len(texts))
+    wall = backstop(limit)
+    student_deadline = time.monotonic() + START_LIMIT + wall * (3 * count + len(texts))
+    late = (
+        f"still running after {wall:g} s on the clock, having used less than {limit:g} s of "
+        "CPU time (a sleep, or a wait that never ends?)"
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensors: one thread is faster, and fair on a busy machine
     session = None
@@ -1266,17 +1414,21 @@ def answers_of(texts, limit, memory, bwrap):
                             session.close()
                         session = Session(limit, memory, bwrap, budget)
                         session.rung = rung
-                        deadline = min(time.monotonic() + limit, student_deadline)
+                        deadline = session.deadline(
+                            limit, min(time.monotonic() + wall, student_deadline), late
+                        )
                         why = session.ask(["load", hand_in(rung, text)], deadline, "loaded")[1]
                         loads[rung] = None if why is None else one_line(why)
                     if loads[rung] is not None:
                         break
-                    deadline = min(time.monotonic() + limit, student_deadline)
+                    deadline = session.deadline(
+                        limit, min(time.monotonic() + wall, student_deadline), late
+                    )
                     results[rung, name] = grade_function(session, rung, name, deadline)
                 except Stop as stop:
                     why = str(stop)
                     if why == "time":
-                        why = f"still running after {limit:g} s, the time limit"
+                        why = f"still running after {limit:g} s of CPU time, the time limit"
                     if time.monotonic() >= student_deadline:
                         why = "still running when the student's time ran out"
                     if session is not None:
@@ -1873,8 +2025,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         "check.py",
         description=__doc__.split("\n")[0] + " " + __doc__.split("\n")[1],
-        epilog=f"Each function gets {TIME_LIMIT:g} s for all its cases (--time-limit): one that "
-        "runs past it fails with a line that says so, and the grader goes on to the next.",
+        epilog=f"Each function gets {TIME_LIMIT:g} s for all its cases (--time-limit), of the "
+        "CPU time its code uses, however busy the machine: one that runs past it fails with a "
+        "line that says so, and the grader goes on to the next; one that sleeps or waits is "
+        f"ended after {WALL_TIMES} times its limit and {WALL_MORE:g} s on the clock.",
     )
     rungs = list(cases.EXERCISES)
     parser.add_argument("rung", nargs="?", help=f"one of: {', '.join(rungs)}; or all, every rung")
@@ -1896,7 +2050,7 @@ def main(argv=None):
         type=seconds,
         default=TIME_LIMIT,
         metavar="SECONDS",
-        help=f"the time a function gets for all its cases (default {TIME_LIMIT:g})",
+        help=f"the CPU time a function gets for all its cases (default {TIME_LIMIT:g})",
     )
     parser.add_argument(
         "--memory-limit",
