@@ -3153,11 +3153,16 @@ def compile_bomb(size):
     return "def bomb(**kwargs):\n    pass\n\n\nbomb(" + "".join(arguments) + ")\n"
 
 
+# Text found only in compile_bomb()'s output, never in this file: pytest parses this file with the
+# same ast.parse to show a failing test's lines, and must not trip the check below
+BOMB_MARK = "=0,".join(["aa", "ab", "ac"])
+
+
 def never_a_bomb(parse):
     """parse (compile, ast.parse), for the grader's process: a hand-in's bomb is not for it."""
 
     def parse_no_bomb(source, *args, **kwargs):
-        assert "bomb(" not in str(source), "the grader's own process parsed a hand-in"
+        assert BOMB_MARK not in str(source), "the grader's own process parsed a hand-in"
         return parse(source, *args, **kwargs)
 
     return parse_no_bomb
