@@ -39,7 +39,7 @@ import pytest
 import torch
 
 import ppo_gae
-from conftest import ROOT, beside_python, cli, flags, notebook_problems
+from conftest import HANG, ROOT, beside_python, cli, flags, notebook_problems
 
 # ----------------------------------------------------------------------------------------------
 # 1. Exercises (exercises/): generated from the scripts, the grader, its planted mistakes
@@ -1314,7 +1314,9 @@ def test_a_function_that_never_returns_fails_its_time_limit_and_the_grader_goes_
     path.write_text(with_function("reinforce", "discounted_returns", source))
     started = time.monotonic()
     code, lines = grade("reinforce", path, capsys, "--time-limit", "2")
-    assert time.monotonic() - started < 30 and code == 1, lines
+    # The limit is CPU time, so how long this takes depends on the machine's load; only a
+    # grader that waits for the child forever reaches HANG.
+    assert time.monotonic() - started < HANG and code == 1, lines
     assert lines[0] == (
         "✗ discounted_returns: one env, (T, N) = (3, 1): still running after 2 s of CPU "
         "time, the time limit (a loop that never ends?)"
@@ -1534,7 +1536,7 @@ def run_notebook(nb, monkeypatch, path):
     monkeypatch.setenv("NOTEBOOK_QUICK", "1")
     km = KernelManager(kernel_spec_manager=ThisInterpreter(), kernel_name="python3")
     resources = {"metadata": {"path": str(path)}}
-    nbclient.NotebookClient(nb, km=km, timeout=300, resources=resources).execute()
+    nbclient.NotebookClient(nb, km=km, timeout=HANG, resources=resources).execute()
     return nb
 
 
@@ -1928,9 +1930,8 @@ def test_every_failure_is_a_line_and_the_other_functions_are_still_graded(why, t
     rung, name, body, says = WHY[why]
     path = tmp_path / f"{rung}.py"
     path.write_text(wrong_file(rung, name, body))
-    started = time.monotonic()
     code, lines = grade(rung, path, capsys, "--time-limit", "2")
-    assert time.monotonic() - started < 60 and code == 1, lines
+    assert code == 1, lines
     (failed,) = [line for line in lines[:-1] if not line.startswith("✓")]  # the others pass
     assert failed.startswith(f"✗ {name}: ") and failed.endswith(says), failed
     n = len(exercise_cases.EXERCISES[rung])
@@ -2154,7 +2155,7 @@ def test_the_repository_is_hidden_even_where_the_sandbox_shows_usr(tmp_path):
     outer += ["--bind", str(elsewhere), "/usr/local/src", "--chdir", "/"]
     check = [sys.executable, "/usr/src/exercises/check.py", "reinforce", "--folder"]
     done = subprocess.run(
-        [*outer, *check, "/usr/src/handed_in"], capture_output=True, text=True, timeout=300
+        [*outer, *check, "/usr/src/handed_in"], capture_output=True, text=True, timeout=HANG
     )
     if done.stderr.startswith("bwrap:") or "no sandbox" in done.stderr:
         pytest.skip(f"a sandbox cannot start inside another here: {done.stderr.strip()}")
@@ -2245,7 +2246,9 @@ def test_a_function_ends_on_the_graders_clock_whatever_its_child_sends(
     path.write_text(source.replace("import os\n", "import os\nimport torch\n", 1))
     started = time.monotonic()
     code, lines = grade("reinforce", path, capsys, "--time-limit", "2")
-    assert time.monotonic() - started < 30 and code == 1, lines
+    # The limit is CPU time, so how long this takes depends on the machine's load; only a
+    # grader that waits for the child forever reaches HANG.
+    assert time.monotonic() - started < HANG and code == 1, lines
     assert (
         lines[0].startswith("✗ discounted_returns: one env, (T, N) = (3, 1): ")
         and says in (lines[0])
@@ -2519,7 +2522,7 @@ def without_ruff(tmp_path):
 def run_without_ruff(tmp_path, *argv):
     return subprocess.run(
         [sys.executable, *map(str, argv)],
-        cwd=tmp_path, env=without_ruff(tmp_path), capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=without_ruff(tmp_path), capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip
 
 
@@ -2803,7 +2806,7 @@ def test_a_second_class_changes_nothing_but_its_own_rows(tmp_path):
             text.replace("import os\n", "import os\nfrom torch.distributions import Normal\n", 1)
         )
         argv = [sys.executable, str(ROOT / "exercises" / "check.py"), rung, "--file", str(path)]
-        got = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        got = subprocess.run(argv, capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
         line = next(line for line in got.stdout.splitlines() if line.startswith("✗"))
         assert got.returncode == 1 and end in line and len(line) <= 1000, line[:300]
         assert got.stdout.splitlines()[-1].endswith("functions passed")
@@ -2830,10 +2833,9 @@ def test_a_notebook_of_many_functions_or_a_shared_mapping_costs_the_grader_nothi
         "    for i in range(0, 2 << 30, 1 << 20):\n        m[i] = 1\n    return rewards, rewards\n"
     )
     (folder / "shared.py").write_text(wrong_file("ppo_gae", "compute_gae", mapped))
-    started = time.monotonic()
     argv = ["ppo_gae", "--folder", str(folder), "--memory-limit", "256"]
     done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
-    assert time.monotonic() - started < 60 and done.stderr == "", done.stderr
+    assert done.stderr == "", done.stderr
     assert done.stdout.splitlines()[1:] == [
         "mallory  0 of 2      ✗ compute_gae, ✗ value_loss",
         "shared   1 of 2      ✗ compute_gae",
@@ -2952,7 +2954,7 @@ def test_a_students_code_runs_as_no_root_of_the_hosts_and_opens_no_kernel_settin
         if owners or grading.poll() is not None:
             break
         time.sleep(0.05)
-    out, _ = grading.communicate(timeout=120)
+    out, _ = grading.communicate(timeout=HANG)
     assert owners and "0" not in owners, owners
     assert out.splitlines()[0].endswith(
         "raised RuntimeError: opened [], capabilities ['0000000000000000'], namespace False"
@@ -2986,7 +2988,7 @@ def test_nothing_of_the_teachers_reaches_the_sandbox(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "exercises" / "check.py"), "reinforce", "--folder", str(folder),
          "--csv", str(tmp_path / "grades.csv")],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True, text=True, env=env, timeout=HANG,
     )  # fmt: skip
     assert done.stdout.splitlines()[1] == "eve      1 of 2      ✗ discounted_returns", done
     cells = list(csv.reader((tmp_path / "grades.csv").open()))
@@ -3035,7 +3037,7 @@ def test_bwraps_init_run_as_the_students_user_shows_none_of_its_options(tmp_path
         try:
             done = subprocess.run(
                 ["bwrap", "--args", str(fd), "/usr/bin/python3", "-I", "-c", INIT_PEEK],
-                pass_fds=[fd], capture_output=True, text=True, timeout=60, user=1000,
+                pass_fds=[fd], capture_output=True, text=True, timeout=HANG, user=1000,
                 group=1000, extra_groups=[], env={}, cwd="/",
             )  # fmt: skip
         finally:
@@ -3316,11 +3318,10 @@ def test_the_csv_path_is_checked_before_anyone_is_graded(tmp_path):
         (folder / "link.csv", "lies in the class's folder"),
         (tmp_path / "no_such_folder" / "grades.csv", "cannot write"),
     ]:
-        started = time.monotonic()
         argv = ["ppo_gae", "--folder", str(folder), "--csv", str(table)]
         done = cli([str(ROOT / "exercises" / "check.py"), *argv], tmp_path)
         assert done.returncode == 2 and done.stdout == "" and says in done.stderr, done
-        assert len(done.stderr.splitlines()) == 1 and time.monotonic() - started < 30
+        assert len(done.stderr.splitlines()) == 1  # refused before anyone is graded
     assert entries() == before
 
 
@@ -3380,7 +3381,7 @@ def graded_beside(place, tmp_path):
     check = [str(place / "venv" / "bin" / "python"), str(ROOT / "exercises" / "check.py")]
     done = subprocess.run(
         [*check, "reinforce", "--folder", str(folder)],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True, text=True, env=env, timeout=HANG,
     )  # fmt: skip
     assert done.stderr == "" and done.stdout.splitlines()[1:] == [
         "ada      2 of 2",
