@@ -29,8 +29,9 @@ What LongRun needs from the script's Log, attribute by attribute:
     interrupted            what stopped training: None, "SIGINT" or "SIGTERM"
     writer                 the SummaryWriter, made in __enter__
 and the methods it extends: __init__, __enter__, __exit__, episodes, update, finish, eval_env
-and go_on. A checkpoint names the script that wrote it and its FORMAT; it keeps the running
-statistics of the envs' wrappers (NormalizeReward's, say) beside the Agent's state_dict.
+and go_on; failed(error) closes the writer and says a full disk in one line. A checkpoint
+names the script that wrote it and its FORMAT; it keeps the running statistics of the envs'
+wrappers (NormalizeReward's, say) beside the Agent's state_dict.
 """
 
 import argparse
@@ -327,11 +328,20 @@ class LongRun:
             set_state(rng)
 
     def save(self):
-        """checkpoint.pt <- the snapshot, written beside it and renamed: a kill leaves it whole."""
-        torch.save(self.snapshot, f"{self.checkpoint}.tmp")
-        Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
-        self.saved_step = self.snapshot["global_step"]
-        self.writer.flush()  # after a kill, the curves reach the checkpoint at least
+        """checkpoint.pt <- the snapshot, written beside it and renamed: a kill leaves it whole.
+        A full disk (or the run folder gone) leaves no checkpoint.pt.tmp, and one line."""
+        data = BytesIO()  # torch.save to a file says a full disk as a RuntimeError, unnamed
+        torch.save(self.snapshot, data)
+        written = Path(f"{self.checkpoint}.tmp")
+        try:
+            written.write_bytes(data.getvalue())
+            written.replace(self.checkpoint)  # atomic, as os.replace
+            self.saved_step = self.snapshot["global_step"]
+            self.writer.flush()  # after a kill, the curves reach the checkpoint at least
+        except OSError as error:
+            written.unlink(missing_ok=True)
+            self.failed(OSError(error.errno, error.strerror, error.filename or written))
+            raise
 
     # ---- films and W&B ----
 

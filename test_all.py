@@ -2208,6 +2208,50 @@ def test_ctrl_c_while_torch_and_gymnasium_load_ends_with_130_and_no_traceback(tm
         assert (done.returncode, done.stdout, done.stderr) == (130, b"", b""), done.stderr
 
 
+AT_AN_IMPORT = """
+import os, runpy, signal, sys
+import gymnasium, numpy, torch, torch.utils.tensorboard  # the script's own imports, done
+moment, script, *argv = sys.argv[1:]
+class Moment:  # SIGINT as the module `moment` begins to load; "-": print each module's name
+    def find_spec(self, name, path=None, target=None):
+        if moment == "-" and name not in sys.modules:
+            print(name, file=sys.stderr)
+        elif name == moment:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+sys.meta_path.insert(0, Moment())
+sys.argv = [script, *argv]
+sys.path.insert(0, os.path.dirname(script))
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def test_ctrl_c_at_any_import_of_the_start_ends_with_130_and_no_traceback(tmp_path):
+    # After its own imports a run loads some 850 modules more, most of them (torch's inductor,
+    # sympy) inside torch.use_deterministic_algorithms; a Ctrl-C that cut one short left it half
+    # made, and the next import of it failed ("module 'sympy' has no attribute 'printing'"),
+    # exit 1. Here the Ctrl-C comes as the module a quarter of the way, then three quarters,
+    # begins to load, with and without --async-envs: the moments, not a delay, so any load.
+    driver = tmp_path / "at_an_import.py"
+    driver.write_text(AT_AN_IMPORT)
+    script = SCRIPTS[3]
+
+    def run(moment, run_dir, *argv):
+        command = [sys.executable, str(driver), moment, str(script.path), *argv]
+        command += [*flags("--total-timesteps 64 --num-envs 2 --eval-episodes 1 --run-dir")]
+        command += [run_dir]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    loaded = run("-", "all").stderr.split()
+    assert len(loaded) > 100, loaded  # torch's own, at least
+    for argv in [(), ("--async-envs",)]:
+        for quarter in (1, 3):
+            moment = loaded[len(loaded) * quarter // 4]
+            done = run(moment, f"run{quarter}{len(argv)}", *argv)
+            assert done.returncode in (130, -signal.SIGINT), (moment, argv, done.stderr)
+            assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
+
+
 def test_numpy_numbers_in_a_namespace_are_the_numbers_they_equal(tmp_path):
     # A sweep's np.arange(5) seeds, np.logspace rates: train() takes them as Python numbers.
     script = SCRIPTS[3]

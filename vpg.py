@@ -26,12 +26,14 @@ function approximation"; Schulman et al. (2016), GAE paper, section 2 on baselin
 """
 
 import argparse
+import contextlib
 import functools
 import importlib
 import os
 import random
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -155,8 +157,6 @@ def train(args):
     valid = torch.zeros(shape, dtype=torch.bool, device=device)
 
     log = start_log(args, run_dir, agent, optimizer, envs)  # TensorBoard and progress, below
-    if args.load_model:  # evaluate saved weights (--save-model's): log.iterations() is empty
-        load_weights(agent, args.load_model)
     global_step = log.global_step  # env steps taken so far
     num_iterations = max(1, args.total_timesteps // (args.num_envs * args.num_steps))
     with log:  # Ctrl-C ends the loop; log.finish() ends the run with what was learned
@@ -250,8 +250,9 @@ def library_safe(train):  # train() with its flags checked; threads, determinism
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         cublas = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
         try:  # set before the Agent's init, whose weights depend on the threads
-            torch.set_num_threads(args.threads)
-            torch.use_deterministic_algorithms(args.torch_deterministic, warn_only=True)
+            with ctrl_c_after():  # the first call imports part of torch, which Ctrl-C would break
+                torch.set_num_threads(args.threads)
+                torch.use_deterministic_algorithms(args.torch_deterministic, warn_only=True)
             if args.torch_deterministic and cublas is None:  # cuBLAS's deterministic workspace
                 os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
             return train(args)
@@ -267,12 +268,31 @@ def library_safe(train):  # train() with its flags checked; threads, determinism
 train = library_safe(train)
 
 
+@contextlib.contextmanager
+def ctrl_c_after():
+    """A Ctrl-C in the block is a KeyboardInterrupt after it: an import it cuts short would
+    leave a module half made, whose next import fails with an AttributeError instead."""
+    if threading.current_thread() is not threading.main_thread():  # no signals there
+        yield
+        return
+    came = []
+    handler = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    if came:
+        signal.raise_signal(signal.SIGINT)  # to the caller's handler: Python's raises it
+
+
 def parse_args(argv=None):
     """argv's flags (a list, or train()'s Namespace), else the command line's; bad: one line."""
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
-    if argv is not None:  # from Python: not argparse's usage and SystemExit
+    if argv is not None or "ipykernel" in sys.modules:  # from Python: not argparse's SystemExit
         parser.error = fail
+    if argv is None and "ipykernel" in sys.modules:  # a notebook: sys.argv is the kernel's own
+        fail("in a notebook, give parse_args a list of flags: parse_args([]) for the defaults")
     hyperparameters(parser)  # the algorithm's, in the lesson
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--cuda", action=on_off, default=False, help="train on the GPU if one is usable")
@@ -280,7 +300,8 @@ def parse_args(argv=None):
     arg("--torch-deterministic", action=on_off, default=True, help="torch's deterministic kernels")
     arg("--threads", type=positive_int, default=1, help="torch's CPU threads (docs/results.md)")
     arg("--save-model", action=on_off, default=False, help="save the weights in the run directory")
-    arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
+    arg("--load-model", default=None, help="evaluate this saved model, no training; no run folder")
+    arg("--watch", action=on_off, default=False, help="with --load-model: play it in a window")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
     arg = parser.add_argument_group("long runs: need long_runs.py beside the script").add_argument
@@ -298,9 +319,24 @@ def parse_args(argv=None):
         args = LongRun.checked_args(parser, argv, args)  # --resume: the checkpoint's flags too
     if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
-    if conflict := flag_conflict(args):  # the lesson's: values its flags cannot take together
+    if conflict := flag_conflict(args) or evaluation_conflict(args):  # the lesson's, then ours
         parser.error(conflict)
     return args
+
+
+def evaluation_conflict(args):  # why --load-model or --watch cannot go with the other flags
+    if args.load_model and not args.eval_episodes:
+        return "--load-model evaluates over --eval-episodes episodes: give at least 1"
+    if args.load_model and args.save_model:
+        return "--load-model evaluates saved weights: --save-model would save them again"
+    if args.watch and not args.load_model:
+        return "--watch plays a saved model in a window: give --load-model too"
+    if args.watch and args.capture_video:
+        return "--watch shows the evaluation in a window, --capture-video films it: give one"
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if args.watch and sys.platform.startswith("linux") and not display:
+        return "--watch needs a display (DISPLAY is unset); to film it instead: --capture-video"
+    return None
 
 
 def check_namespace(parser, args):
@@ -342,15 +378,22 @@ unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
 def set_up(args):  # the run's directory (new, or --resume's), seeds (the envs': at reset), device
-    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
+    env = "".join("-" if c in '/\\:*?"<>|' else c for c in args.env_id)  # a file name: no ":"
+    run_name = f"{env}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     if not args.run_dir and Path(f"runs/{run_name}").exists():  # this seed's, this second
         run_name += f"_{time.time_ns()}"
     run_dir = os.path.normpath(os.path.expanduser(args.run_dir or f"runs/{run_name}"))
-    events = Path(run_dir).glob("events.out.tfevents.*") if os.path.isdir(run_dir) else []
-    if not args.resume and (any(events) or os.path.exists(f"{run_dir}/checkpoint.pt")):
+    if args.load_model and not (args.run_dir or args.capture_video or args.track):
+        run_dir = None  # an evaluation writes nothing, unless a flag asks for a folder
+    events = (
+        Path(run_dir).glob("events.out.tfevents.*") if run_dir and os.path.isdir(run_dir) else []
+    )
+    checkpoint = run_dir and os.path.exists(f"{run_dir}/checkpoint.pt")
+    if not args.resume and (any(events) or checkpoint):
         afresh = "to start afresh, give another --run-dir or delete it"
         resume = f"--resume={importlib.import_module('shlex').quote(run_dir)}"  # to paste as is
-        fail(f"--run-dir {run_dir} holds a run: {resume} goes on; {afresh}")
+        go_on = f"{resume} goes on" if checkpoint else "with no checkpoint, it cannot go on"
+        fail(f"--run-dir {run_dir} holds a run: {go_on}; {afresh}")
     random.seed(args.seed)
     np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
     torch.manual_seed(args.seed % 2**64)
@@ -495,19 +538,28 @@ class Log:
         self.entropy = np.nan  # the last update's, for the progress line
         self.purge_step = None  # where TensorBoard's curves go on (a resumed run: after it)
         self.interrupted = None  # what stopped training: "SIGINT" (Ctrl-C), or "SIGTERM"
+        self.writer = None  # TensorBoard's, made in __enter__ (an evaluation's: maybe none)
 
     def __enter__(self):
-        """The run's folder, claimed at once (of two runs, one is refused); TensorBoard; clock."""
+        """The run's folder, claimed at once (of two runs, one is refused); TensorBoard; clock.
+        An evaluation without a folder (run_dir None) writes nothing."""
+        self.excepthook = threading.excepthook  # the caller's, back at the run's end
+        threading.excepthook = functools.partial(writer_thread_error, self.excepthook)
         try:
-            Path(self.run_dir, ".claimed").mkdir(parents=True, exist_ok=bool(self.args.resume))
-            self.writer = SummaryWriter(self.run_dir, purge_step=self.purge_step)
-        except FileExistsError:  # by a run started since set_up() looked
-            fail(f"the run folder {self.run_dir} was claimed by a run started at the same time")
-        except OSError as error:  # --run-dir is a file, read-only, or cannot be made
+            if self.run_dir:
+                Path(self.run_dir, ".claimed").mkdir(parents=True, exist_ok=bool(self.args.resume))
+                self.writer = SummaryWriter(self.run_dir, purge_step=self.purge_step)
+        except OSError as error:  # --run-dir is a file, read-only, or cannot be made; a full disk
+            threading.excepthook = self.excepthook
+            if isinstance(error, FileExistsError):  # by a run started since set_up() looked
+                fail(f"the run folder {self.run_dir} was claimed by a run started at the same time")
             fail(f"cannot write TensorBoard's files to {self.run_dir}: {error}")
-        table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
-        self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table, self.global_step)
-        say(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, logging to {self.run_dir}")
+        rows = "".join(f"\n|{key}|{value}|" for key, value in vars(self.args).items())
+        if self.writer:
+            table = "|param|value|\n|-|-|" + rows
+            self.writer.add_text("hyperparameters", table, self.global_step)
+        where = f"logging to {self.run_dir}" if self.run_dir else "writing no files (no --run-dir)"
+        say(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, {where}")
         self.start_time = time.time()
         self.start_step = self.global_step
         self.last_print = self.start_time
@@ -518,11 +570,37 @@ class Log:
         if kind is KeyboardInterrupt:  # long_runs.py's SIGTERM has said so already
             self.interrupted = self.interrupted or "SIGINT"
         elif kind is not None:
-            self.writer.close()
+            self.failed(error)
         return kind is KeyboardInterrupt
 
-    def iterations(self, num_iterations):  # 1 to N, on from the last update; --load-model: none
-        return range(self.iteration + 1, 0 if self.args.load_model else num_iterations + 1)
+    def failed(self, error):  # the writer closed; a full disk or a folder gone: one line, exit 1
+        threading.excepthook = self.excepthook
+        with contextlib.suppress(OSError):  # the disk's error again, which `error` says
+            if self.writer:
+                self.writer.close()
+        errno = importlib.import_module("errno")
+        gone = self.run_dir and not os.path.isdir(self.run_dir)
+        full = isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+        if full or isinstance(error, OSError) and error.errno == errno.ENOENT and gone:
+            why = f"the run folder {self.run_dir} is gone" if gone else error.strerror
+            fail(f"cannot write {os.fsdecode(error.filename or self.run_dir)}: {why}", OSError)
+
+    def iterations(self, num_iterations):
+        """1 to num_iterations, on from the last update (None: until train() stops); with
+        --load-model, none. Says first how the step budget rounds to whole rollouts."""
+        if self.args.load_model:
+            return range(0)
+        rollout = self.args.num_envs * self.args.num_steps
+        budget = self.args.total_timesteps
+        if self.global_step >= budget or self.iteration >= (num_iterations or sys.maxsize):
+            done = f"the run is at step {self.global_step} of --total-timesteps {budget}"
+            say(f"{SCRIPT}: {done}: nothing left to train; a larger --total-timesteps goes on")
+        elif num_iterations is None:  # reinforce.py's rollouts of whole episodes
+            say(f"{SCRIPT}: rollouts of whole episodes: training ends after {budget} steps or more")
+        elif num_iterations * rollout != budget:
+            whole = f"whole rollouts of {rollout} steps: {num_iterations * rollout} steps"
+            say(f"{SCRIPT}: --total-timesteps {budget} is rounded to {whole}")
+        return range(self.iteration + 1, (num_iterations or sys.maxsize - 1) + 1)
 
     def episodes(self, global_step, infos):  # the envs that ended an episode at this step
         if "_episode" in infos:  # its return and length, written once per rollout, by update()
@@ -559,16 +637,26 @@ class Log:
 
     def finish(self, global_step):
         """A run's end (trained, stopped or loaded): logs, --save-model, evaluation; its dict."""
+        try:
+            return self.end(global_step)
+        except Exception as error:  # the writer closed; a full disk, a folder gone: one line
+            self.failed(error)
+            raise
+        finally:
+            threading.excepthook = self.excepthook
+
+    def end(self, global_step):  # finish()'s work
         self.envs.close()
         sps = self.sps(global_step)
         self.progress(global_step, end=global_step > 0 and not self.interrupted)
         if self.interrupted:  # what stopped the run, and how to go on
             say(f"{SCRIPT}: stopped by {self.interrupted} at step {global_step}; {self.go_on()}")
-        if self.args.save_model:
-            torch.save(self.agent.state_dict(), f"{self.run_dir}/{Path(SCRIPT).stem}.pt")
-            say(f"saved the weights to {self.run_dir}/{Path(SCRIPT).stem}.pt")
+        if self.args.save_model:  # the weights, and whose they are (--load-model checks)
+            path = f"{self.run_dir}/{Path(SCRIPT).stem}.pt"
+            save(dict(agent=self.agent.state_dict(), script=SCRIPT), path)
+            say(f"saved the weights to {path}")
         episodes = 0 if self.interrupted else self.args.eval_episodes
-        eval_env = self.eval_env()
+        eval_env = self.eval_env("human" if self.args.watch else None)  # --watch: a window
         device = next(self.agent.parameters()).device
         try:
             eval_returns = evaluate(self.agent, eval_env, episodes, self.args.seed + 10_000, device)
@@ -577,13 +665,16 @@ class Log:
             eval_returns = []
             self.interrupted = self.interrupted or "SIGINT"
             say(f"{SCRIPT}: evaluation stopped by {self.interrupted}")
-        for episode, episode_return in enumerate(eval_returns):
+        except gym.error.DependencyNotInstalled as error:  # --watch without pygame, say
+            fail(f"--watch cannot show {self.args.env_id}: {error}")
+        for episode, episode_return in enumerate(eval_returns if self.writer else []):
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)
         if eval_returns:
             n = len(eval_returns)
             mean_and_std = f"{np.mean(eval_returns):.1f} +/- {np.std(eval_returns):.1f}"
             say(f"evaluation over {n} episode{'s' if n > 1 else ''}: {mean_and_std}")
-        self.writer.close()
+        if self.writer:
+            self.writer.close()
         result = dict(agent=self.agent, episode_returns=self.episode_returns, sps=sps)
         result |= dict(global_step=global_step, eval_returns=eval_returns, run_dir=self.run_dir)
         return result | dict(interrupted=self.interrupted)
@@ -596,7 +687,24 @@ class Log:
 
 
 def start_log(args, run_dir, agent, optimizer, envs):  # a Log, or long_runs.py's LongRun
+    if args.load_model:  # weights to evaluate: the Log's iterations() is empty
+        load_weights(agent, args.load_model, args.env_id)
     return long_run_class(args)(args, run_dir, agent, optimizer, envs)
+
+
+def writer_thread_error(excepthook, hook_args):  # threading.excepthook while a run writes
+    if not type(hook_args.thread).__module__.startswith("tensorboard."):
+        excepthook(hook_args)  # TensorBoard's thread: its error comes back at the next write
+
+
+def save(state, path):  # torch.save, whole or not at all: a full disk is an OSError naming path
+    data = importlib.import_module("io").BytesIO()
+    torch.save(state, data)
+    try:
+        Path(path).write_bytes(data.getvalue())
+    except OSError as error:
+        Path(path).unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, path) from None
 
 
 def long_run_class(args):
@@ -613,12 +721,23 @@ def long_run_class(args):
     return type("LongRun", (long_runs.LongRun, Log), {})  # a Log that checkpoints, films, ...
 
 
-def load_weights(agent, path):  # --load-model: --save-model's file, or a checkpoint's; as data
+def load_weights(agent, path, env_id):
+    """--load-model: --save-model's file, or a checkpoint's, as data; this script's, or older."""
+    if not os.path.isfile(path):
+        fail(f"--load-model {path}: no such file")
     try:
         saved = torch.load(path, "cpu", weights_only=True)
-        agent.load_state_dict(saved.get("agent", saved))
-    except Exception:  # missing; objects or code (never run); another Agent's weights
-        fail(f"cannot load --load-model {path}: missing, or not this env's")
+        weights = saved.get("agent", saved)  # --save-model's before 2026-11-28: the weights alone
+        script = saved.get("script", SCRIPT)
+    except Exception:  # objects or code (never run), or not torch's
+        fail(f"cannot load --load-model {path}: not weights that --save-model wrote")
+    if script != SCRIPT:  # as --resume refuses another script's checkpoint
+        fail(f"cannot load --load-model {path}: it holds weights of {script}; evaluate them there")
+    try:
+        agent.load_state_dict(weights)
+    except Exception as error:  # another env's sizes, another Agent's layers
+        why = str(error).strip().splitlines()[-1].strip()
+        fail(f"cannot load --load-model {path}: its weights do not fit {env_id} here: {why}")
 
 
 def log_episodes(writer, ended_episodes, history):
