@@ -1270,17 +1270,18 @@ KERNEL_ARGV = [  # how Jupyter starts a kernel; Colab's launcher is colab_kernel
 
 @by_name(SCRIPTS)
 def test_parse_args_reads_the_list_it_is_given_and_else_the_command_line(script, monkeypatch):
-    # A notebook cell gives a list (parse_args([]): the defaults). parse_args() reads sys.argv,
-    # even a kernel's own, which it refuses like any unknown flag: no guessing who runs it.
+    # A notebook cell gives a list (parse_args([]): the defaults). In a Jupyter kernel,
+    # parse_args() would read the kernel's own flags: a ValueError says to give a list, where
+    # argparse printed its usage and raised SystemExit (issue 82).
     module = script.module
     monkeypatch.setattr(sys, "argv", KERNEL_ARGV)
     monkeypatch.setitem(sys.modules, "ipykernel", ModuleType("ipykernel"))
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(ValueError, match=r"error: in a notebook, .* parse_args\(\[\]\) for"):
         module.parse_args()
-    assert exc.value.code == 2
     assert module.parse_args([]).seed == 1 and module.parse_args(["--seed", "7"]).seed == 7
     with pytest.raises(ValueError, match=r"unrecognized arguments: -f"):
         module.parse_args(KERNEL_ARGV[1:])
+    monkeypatch.delitem(sys.modules, "ipykernel")  # a program's own command line
     monkeypatch.setattr(sys, "argv", [script.path.name, "--seed", "5"])
     assert module.parse_args().seed == 5
 
@@ -1726,25 +1727,86 @@ def test_non_finite_loss_stops_naming_the_iteration(script, tmp_path, monkeypatc
     assert "iteration 1" in str(exc.value) and str(exc.value).startswith(f"{script.path.name}: ")
 
 
-BAD_MODELS = [
-    pytest.param(None, id="missing"),
-    pytest.param(lambda path, agent: path.write_text("not a model\n"), id="not-a-model"),
+BAD_MODELS = [  # how each is written, and what its line says (issue 82: two lines, not one)
+    pytest.param(None, "no such file", id="missing"),
+    pytest.param(
+        lambda path, agent: path.write_text("not a model\n"),
+        "not weights that --save-model wrote",
+        id="not-a-model",
+    ),
     pytest.param(  # CartPole-v1 has 4 observations and 2 actions, Pendulum-v1 3 and 1
-        lambda path, agent: torch.save(agent(5, 2).state_dict(), path), id="other-sizes"
+        lambda path, agent: torch.save(agent(5, 2).state_dict(), path),
+        "its weights do not fit {env} here: size mismatch for ",
+        id="other-sizes",
     ),
 ]
 
 
 @by_name(SCRIPTS)
-@pytest.mark.parametrize("write", BAD_MODELS)
-def test_bad_load_model_is_one_line_and_status_2(script, write, tmp_path, capsys):
+@pytest.mark.parametrize(("write", "says"), BAD_MODELS)
+def test_bad_load_model_is_one_line_and_status_2(script, write, says, tmp_path, capsys):
     path = tmp_path / "model.pt"
     if write:
         write(path, script.module.Agent)
+    argv = ("--env-id", script.default_env, "--eval-episodes", "1", "--load-model", str(path))
     with pytest.raises(ValueError) as exc:
-        run(script, tmp_path, "--env-id", script.default_env, "--load-model", str(path))
-    assert "--load-model" in one_line_error(capsys, exc, script)
+        run(script, tmp_path, *argv)
+    err = one_line_error(capsys, exc, script)
+    assert f"--load-model {path}" in err and says.format(env=script.default_env) in err, err
     assert not (tmp_path / "run").exists()  # refused before any run folder is made
+
+
+def test_load_model_refuses_another_scripts_weights_and_takes_older_files(tmp_path, capsys):
+    # ppo.py and ppo_gae.py have the same Agent: ppo.py took ppo_gae.py's weights silently, while
+    # --resume refuses another script's checkpoint. --save-model now saves the script's name
+    # beside the weights; a file of the weights alone (before 2026-11-28) still loads.
+    script, other = SCRIPTS[2], SCRIPTS[3]  # ppo, ppo_gae
+    saved = run(other, tmp_path / "gae", *flags("--total-timesteps 64 --num-envs 2 --save-model"))
+    path = saved_path(other, saved)
+    assert torch.load(path)["script"] == "ppo_gae.py"
+    argv = ("--eval-episodes", "1", "--load-model", str(path))
+    with pytest.raises(ValueError) as exc:
+        run(script, tmp_path / "ppo", *argv)
+    err = one_line_error(capsys, exc, script)
+    refusal = (
+        f"cannot load --load-model {path}: it holds weights of ppo_gae.py; evaluate them there"
+    )
+    assert err == f"ppo.py: error: {refusal}"
+    older = tmp_path / "older.pt"
+    torch.save(torch.load(path)["agent"], older)  # as --save-model wrote them before
+    loaded = run(script, tmp_path / "older", "--eval-episodes", "1", "--load-model", str(older))
+    assert not changed(loaded["agent"], torch.load(older)) and len(loaded["eval_returns"]) == 1
+
+
+def test_an_evaluation_writes_no_run_folder_unless_asked(tmp_path, capsys):
+    # Each --load-model made a runs/ folder of its own; now it writes nothing without --run-dir
+    # (or a film or W&B, which need one). --eval-episodes 0 and --save-model are refused with it.
+    script = SCRIPTS[3]
+    saved = run(
+        script, tmp_path / "first", *flags("--total-timesteps 64 --num-envs 2 --save-model")
+    )
+    path = str(saved_path(script, saved))
+    (tmp_path / "elsewhere").mkdir()
+    argv = ["--load-model", path, *flags("--eval-episodes 2 --num-envs 2")]
+    done = cli([str(script.path), *argv], tmp_path / "elsewhere")
+    assert done.returncode == 0 and "writing no files (no --run-dir)" in done.stdout, done.stderr
+    assert "evaluation over 2 episodes" in done.stdout and done.stderr == ""
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    result = script.module.train(script.module.parse_args(argv))
+    assert result["run_dir"] is None and len(result["eval_returns"]) == 2
+    for flag, says in [
+        (
+            "--eval-episodes 0",
+            "--load-model evaluates over --eval-episodes episodes: give at least 1",
+        ),
+        (
+            "--save-model",
+            "--load-model evaluates saved weights: --save-model would save them again",
+        ),
+    ]:
+        with pytest.raises(ValueError) as exc:
+            script.module.parse_args([*argv, *flags(flag)])
+        assert one_line_error(capsys, exc, script) == f"ppo_gae.py: error: {says}"
 
 
 @by_name(SCRIPTS)
@@ -1774,7 +1836,11 @@ def test_a_run_dir_that_holds_a_run_is_refused_without_resume(script, tmp_path, 
         with pytest.raises(ValueError) as exc:
             tiny(script, folder, *argv)
         err = one_line_error(capsys, exc, script)
-        assert f"--resume={folder / 'run'}" in err and "give another --run-dir" in err, err
+        assert "give another --run-dir" in err, err
+        if folder == tmp_path:  # only a checkpoint can go on (issue 82: advice that worked)
+            assert f"--resume={folder / 'run'} goes on" in err, err
+        else:
+            assert "with no checkpoint, it cannot go on" in err and "--resume" not in err, err
     assert {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == kept
     # --resume goes on with it, in the same folder
     resumed = run(script, tmp_path, "--resume", first["run_dir"], "--total-timesteps", "1024")
@@ -2153,13 +2219,15 @@ def test_sigterm_in_the_evaluation_stops_it_as_ctrl_c_does(tmp_path, monkeypatch
 
 
 @by_name([SCRIPTS[0], SCRIPTS[-1]])  # whole episodes and Box actions; the support is one text
-def test_ctrl_c_as_the_evaluation_begins_under_load_model_ends_as_ctrl_c_does(script, tmp_path):
-    # The load-model branch is each lesson's: a Ctrl-C there is the command's, not a TypeError.
+def test_ctrl_c_as_the_evaluation_begins_under_load_model_ends_as_ctrl_c_does(
+    script, tmp_path, monkeypatch
+):
+    # A Ctrl-C as the --load-model evaluation begins is the command's, not a TypeError.
     saved = run(
         script,
         tmp_path,
         "--env-id",
-        faulty(script, "nan_eval", tmp_path),  # its spaces: no NaN without an evaluation
+        faulty(script, "nan_eval", tmp_path, monkeypatch),  # its spaces: no NaN unevaluated
         *flags("--num-envs 2 --num-steps 8 --total-timesteps 16 --save-model"),
     )
     model = Path(saved["run_dir"], f"{script.name}.pt")
@@ -2525,7 +2593,7 @@ def load_saved(script, result, env):
     agent = script.module.Agent(
         env.observation_space.shape[0], space.n if script.discrete else space.shape[0]
     )
-    saved = torch.load(saved_path(script, result))
+    saved = torch.load(saved_path(script, result))["agent"]  # beside the script's name
     agent.load_state_dict(saved)
     return agent, saved
 
@@ -2566,7 +2634,7 @@ def test_load_model_evaluates_the_saved_agent_as_it_is(tiny_run, tmp_path):
     argv = ("--env-id", script.env_id, "--load-model", str(path), "--eval-episodes", "2")
     loaded = run(script, tmp_path, *argv)
     assert loaded["global_step"] == 0 and loaded["episode_returns"] == []
-    assert not changed(loaded["agent"], torch.load(path))
+    assert not changed(loaded["agent"], torch.load(path)["agent"])
     assert loaded["eval_returns"] == result["eval_returns"]
 
 
@@ -3356,8 +3424,10 @@ def test_load_model_refuses_a_file_that_would_run_code(script, tmp_path, capsys)
     path, marker = tmp_path / "model.pt", tmp_path / "ran"
     hostile(path, script.module.Agent(4, 2).state_dict(), marker)
     with pytest.raises(ValueError) as exc:
-        run(script, tmp_path, "--env-id", script.default_env, "--load-model", str(path))
-    assert one_line_error(capsys, exc, script).endswith(f"{path}: missing, or not this env's")
+        run(script, tmp_path, *flags("--eval-episodes 1 --load-model"), str(path))
+    assert one_line_error(capsys, exc, script).endswith(
+        f"{path}: not weights that --save-model wrote"
+    )
     assert not marker.exists()
 
 
