@@ -52,6 +52,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -3230,10 +3231,14 @@ def small_disk(tmp_path, monkeypatch):
         subprocess.run(["umount", "-l", str(disk)], check=True)
 
 
-def test_a_full_disk_is_one_line_and_the_last_checkpoint_stays_whole(small_disk, capsys):
+def test_a_full_disk_is_one_line_and_the_last_checkpoint_stays_whole(
+    small_disk, monkeypatch, capsys
+):
     # Issue 82: about 30 lines ending in torch's "unexpected pos 52800 vs 52692", no word of
     # the disk, and a checkpoint.pt.tmp left behind. A ppo_gae checkpoint is about 138 kB: the
     # first fits on the disk, the second (written beside it, then renamed) does not.
+    threads_failed = []  # what reaches threading.excepthook (pytest's makes it a warning)
+    monkeypatch.setattr(threading, "excepthook", threads_failed.append)
     script = SCRIPTS[3]
     run_dir = small_disk / "run"
     argv = flags("--total-timesteps 20000 --checkpoint-every 512 --eval-episodes 0 --run-dir")
@@ -3246,10 +3251,13 @@ def test_a_full_disk_is_one_line_and_the_last_checkpoint_stays_whole(small_disk,
     assert not (run_dir / "checkpoint.pt.tmp").exists()
     err = capsys.readouterr().err
     assert "Traceback" not in err and "Exception in thread" not in err, err
+    assert threads_failed == []  # TensorBoard's thread said nothing: its error is the line's
 
 
-def test_a_disk_full_at_the_start_is_one_line(small_disk, capsys):
+def test_a_disk_full_at_the_start_is_one_line(small_disk, monkeypatch, capsys):
     # TensorBoard's writer thread printed its traceback beside the script's one line.
+    threads_failed = []  # what reaches threading.excepthook (pytest's makes it a warning)
+    monkeypatch.setattr(threading, "excepthook", threads_failed.append)
     with pytest.raises(OSError):
         for index in range(1000):  # the disk filled, 10 kB a file
             (small_disk / f"filler{index}").write_bytes(bytes(10_000))
@@ -3262,11 +3270,14 @@ def test_a_disk_full_at_the_start_is_one_line(small_disk, capsys):
     )
     err = capsys.readouterr().err
     assert "Traceback" not in err and "Exception in thread" not in err, err
+    assert threads_failed == []  # TensorBoard's thread said nothing: its error is the line's
 
 
 @pytest.mark.parametrize("argv", [(), ("--checkpoint-every", "128")])
 def test_a_run_folder_deleted_mid_run_is_one_line(argv, tmp_path, monkeypatch, capsys):
     # Two interleaved tracebacks (TensorBoard's thread's, the run's), now one line, exit 1.
+    threads_failed = []  # what reaches threading.excepthook (pytest's makes it a warning)
+    monkeypatch.setattr(threading, "excepthook", threads_failed.append)
     script = SCRIPTS[3]
     run_dir = tmp_path / "run"
     calls = []
@@ -3287,6 +3298,7 @@ def test_a_run_folder_deleted_mid_run_is_one_line(argv, tmp_path, monkeypatch, c
     )
     err = capsys.readouterr().err
     assert "Traceback" not in err and "Exception in thread" not in err, err
+    assert threads_failed == []  # TensorBoard's thread said nothing: its error is the line's
 
 
 @by_name(SCRIPTS)
