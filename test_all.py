@@ -1887,6 +1887,46 @@ def test_runs_with_the_default_run_dir_each_get_a_folder_of_their_own(tmp_path, 
     )
 
 
+def test_run_folder_names_hold_no_character_a_file_system_refuses(tmp_path, monkeypatch):
+    # gymnasium's "module:EnvId" put a ":" in the folder's name (refused on Windows and some
+    # shares), a namespace's "/" a folder more: each becomes "-".
+    monkeypatch.chdir(tmp_path)
+    script = SCRIPTS[3]
+    argv = flags("--env-id envs.line_world:LineWorld-v0 --total-timesteps 64 --num-envs 2")
+    result = script.module.train(script.module.parse_args([*argv, "--eval-episodes", "0"]))
+    run_dir = Path(result["run_dir"])
+    assert run_dir.parent == Path("runs"), run_dir
+    assert run_dir.name.startswith("envs.line_world-LineWorld-v0__ppo_gae__1__"), run_dir
+
+
+def test_a_step_budget_rounded_to_whole_rollouts_is_said_at_the_start(tmp_path, capsys):
+    # --total-timesteps 5000 ended at "step 4096/5000", which read as an early stop; reinforce
+    # went past it. Each says so at the start; a budget of whole rollouts says nothing.
+    argv = flags("--num-envs 2 --num-steps 64 --total-timesteps")
+    rounded = run(SCRIPTS[3], tmp_path / "rounded", *argv, "500")
+    assert rounded["global_step"] == 384
+    said = "ppo_gae.py: --total-timesteps 500 is rounded to whole rollouts of 128 steps: 384 steps"
+    assert said in capsys.readouterr().out.splitlines()
+    whole = run(SCRIPTS[3], tmp_path / "whole", *argv, "512")
+    assert whole["global_step"] == 512 and " is rounded to " not in capsys.readouterr().out
+    episodes = run(SCRIPTS[0], tmp_path / "episodes", *argv, "500")
+    said = "reinforce.py: rollouts of whole episodes: training ends after 500 steps or more"
+    assert said in capsys.readouterr().out.splitlines() and episodes["global_step"] >= 500
+
+
+def test_a_resume_with_nothing_left_to_train_says_so(tmp_path, capsys):
+    # A run at 59,904 steps resumed with --total-timesteps 30000 evaluated again without a word.
+    script = SCRIPTS[3]
+    first = tiny(script, tmp_path, "--checkpoint-every", "128")
+    capsys.readouterr()
+    again = run(script, tmp_path, "--resume", first["run_dir"], "--total-timesteps", "256")
+    said = (
+        "ppo_gae.py: the run is at step 512 of --total-timesteps 256: nothing left to train; "
+        "a larger --total-timesteps goes on"
+    )
+    assert said in capsys.readouterr().out.splitlines() and again["global_step"] == 512
+
+
 @pytest.mark.parametrize(
     "name, value", [("num_envs", 0), ("learning_rate", -1.0), ("gamma", math.nan), ("seed", -1)]
 )
