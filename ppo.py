@@ -305,7 +305,7 @@ def parse_args(argv=None):
     arg("--torch-deterministic", action=on_off, default=True, help="torch's deterministic kernels")
     arg("--threads", type=positive_int, default=1, help="torch's CPU threads (docs/results.md)")
     arg("--save-model", action=on_off, default=False, help="save the weights in the run directory")
-    arg("--load-model", default=None, help="evaluate this saved model, no training; no run folder")
+    arg("--load-model", default=None, help="evaluate a saved model; no files unless --run-dir")
     arg("--watch", action=on_off, default=False, help="with --load-model: play it in a window")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
@@ -326,6 +326,9 @@ def parse_args(argv=None):
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
     if conflict := flag_conflict(args) or evaluation_conflict(args):  # the lesson's, then ours
         parser.error(conflict)
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")  # X11's, Wayland's
+    if args.watch and sys.platform.startswith("linux") and not display:  # ssh, a container
+        fail("--watch needs a display, and DISPLAY is unset; --capture-video films it instead")
     return args
 
 
@@ -338,9 +341,6 @@ def evaluation_conflict(args):  # why --load-model or --watch cannot go with the
         return "--watch plays a saved model in a window: give --load-model too"
     if args.watch and args.capture_video:
         return "--watch shows the evaluation in a window, --capture-video films it: give one"
-    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    if args.watch and sys.platform.startswith("linux") and not display:
-        return "--watch needs a display (DISPLAY is unset); to film it instead: --capture-video"
     return None
 
 

@@ -1812,6 +1812,84 @@ def test_an_evaluation_writes_no_run_folder_unless_asked(tmp_path, capsys):
         assert one_line_error(capsys, exc, script) == f"ppo_gae.py: error: {says}"
 
 
+def test_watch_without_a_display_is_one_line_and_with_its_flags_only(tmp_path, monkeypatch, capsys):
+    script = SCRIPTS[3]
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    with pytest.raises(ValueError) as exc:
+        script.module.parse_args(flags("--load-model model.pt --watch"))
+    assert one_line_error(capsys, exc, script) == (
+        "ppo_gae.py: error: --watch needs a display, and DISPLAY is unset; "
+        "--capture-video films it instead"
+    )
+    done = cli([str(script.path), *flags("--load-model model.pt --watch")], tmp_path)
+    assert (done.returncode, done.stdout) == (2, "") and done.stderr == str(exc.value) + "\n"
+    monkeypatch.setenv("DISPLAY", ":0")
+    for argv, says in [
+        ("--watch", "--watch plays a saved model in a window: give --load-model too"),
+        ("--load-model x.pt --watch --capture-video", "--capture-video films it: give one"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(says)):
+            script.module.parse_args(flags(argv))
+
+
+WATCHED = """
+import os, runpy, sys
+import pygame
+drawn = []  # the video driver of each frame pygame showed
+flip = pygame.display.flip
+def counted():
+    drawn.append(pygame.display.get_driver())
+    flip()
+pygame.display.flip = counted
+script, *argv = sys.argv[1:]
+sys.argv = [script, *argv]
+sys.path.insert(0, os.path.dirname(script))
+try:
+    runpy.run_path(script, run_name="__main__")
+finally:
+    print("drawn", len(drawn), sorted(set(drawn)))
+"""
+
+
+def test_watch_plays_the_saved_agent_in_a_window(tmp_path):
+    # rl-zoo3's enjoy: the greedy episodes live, render_mode="human", here on an X server of
+    # its own (Xvfb) where one is installed.
+    if not shutil.which("Xvfb"):
+        pytest.skip("Xvfb is not installed (apt-get install xvfb): no display to watch on")
+    pytest.importorskip("pygame", reason="CartPole draws its window with pygame")
+    script = SCRIPTS[3]
+    saved = run(script, tmp_path, *flags("--total-timesteps 64 --num-envs 2 --save-model"))
+    server = subprocess.Popen(
+        ["Xvfb", "-displayfd", "1", "-screen", "0", "640x480x24"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        display = ":" + server.stdout.readline().strip()  # the number it found free
+        (tmp_path / "watched.py").write_text(WATCHED)
+        argv = [str(tmp_path / "watched.py"), str(script.path), "--load-model"]
+        argv += [str(saved_path(script, saved)), *flags("--watch --eval-episodes 2")]
+        env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "PYTHONPATH")}
+        done = subprocess.run(
+            [sys.executable, *argv],
+            cwd=tmp_path,
+            env=env | {"DISPLAY": display},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "evaluation over 2 episodes" in done.stdout
+    frames = re.search(r"drawn (\d+) \['x11'\]", done.stdout)
+    assert frames and int(frames.group(1)) > 10, done.stdout  # two episodes drawn, on X11
+
+
 @by_name(SCRIPTS)
 def test_load_model_takes_the_weights_of_a_checkpoint(script, tmp_path):
     """A checkpoint holds the weights (and ppo_continuous's statistics): --load-model evaluates
