@@ -360,7 +360,7 @@ def train(args):
 
 SCRIPT = Path(__file__).name
 LONG_RUN_FLAGS = ("capture_video", "video_every", "checkpoint_every", "resume", "async_envs")
-LONG_RUN_FLAGS += ("track", "wandb_entity")
+LONG_RUN_FLAGS += ("track", "wandb_entity", "watch")
 
 
 def library_safe(train):  # train() with its flags checked; threads, determinism: for the run
@@ -394,27 +394,25 @@ train = library_safe(train)
 
 
 @contextlib.contextmanager
-def ctrl_c_after():
-    """A Ctrl-C in the block is a KeyboardInterrupt after it: an import it cuts short would
-    leave a module half made, whose next import fails with an AttributeError instead."""
-    if threading.current_thread() is not threading.main_thread():  # no signals there
-        yield
-        return
-    came = []
-    handler = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+def ctrl_c_after():  # a Ctrl-C in the block, raised after it: an import it cut short would be
+    came = []  # half made, and its next import fail ("module 'sympy' has no attribute ...")
+    main = threading.current_thread() is threading.main_thread()  # the one with signals
+    handler = main and signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, handler)
+        if main:
+            signal.signal(signal.SIGINT, handler)
     if came:
         signal.raise_signal(signal.SIGINT)  # to the caller's handler: Python's raises it
 
 
 def parse_args(argv=None):
-    """argv's flags (a list, or train()'s Namespace), else the command line's; bad: one line."""
+    """argv's flags (a list, or train()'s Namespace), else the command line's; bad: one line.
+    In a Jupyter kernel, no argv is a ValueError: sys.argv is the kernel's, never the user's."""
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
-    if argv is not None or "ipykernel" in sys.modules:  # from Python: not argparse's SystemExit
+    if argv is not None:  # from Python: not argparse's usage and SystemExit
         parser.error = fail
     if argv is None and "ipykernel" in sys.modules:  # a notebook: sys.argv is the kernel's own
         fail("in a notebook, give parse_args a list of flags: parse_args([]) for the defaults")
@@ -426,7 +424,6 @@ def parse_args(argv=None):
     arg("--threads", type=positive_int, default=1, help="torch's CPU threads (docs/results.md)")
     arg("--save-model", action=on_off, default=False, help="save the weights in the run directory")
     arg("--load-model", default=None, help="evaluate a saved model; no files unless --run-dir")
-    arg("--watch", action=on_off, default=False, help="with --load-model: play it in a window")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
     arg = parser.add_argument_group("long runs: need long_runs.py beside the script").add_argument
@@ -438,30 +435,18 @@ def parse_args(argv=None):
     arg("--track", action=on_off, default=False, help="the run in Weights & Biases (needs wandb)")
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
     arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
+    arg("--watch", action=on_off, default=False, help="with --load-model: play it in a window")
     namespace = isinstance(argv, argparse.Namespace)  # train()'s, maybe built by hand
     args = check_namespace(parser, argv) if namespace else parser.parse_args(argv)
     if (LongRun := long_run_class(args)) is not Log:  # or one line, alone
         args = LongRun.checked_args(parser, argv, args)  # --resume: the checkpoint's flags too
     if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
-    if conflict := flag_conflict(args) or evaluation_conflict(args):  # the lesson's, then ours
+    if args.load_model and (args.save_model or not args.eval_episodes):  # or it does nothing
+        parser.error("--load-model evaluates --eval-episodes episodes (1 or more), saving none")
+    if conflict := flag_conflict(args):  # the lesson's: values its flags cannot take together
         parser.error(conflict)
-    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")  # X11's, Wayland's
-    if args.watch and sys.platform.startswith("linux") and not display:  # ssh, a container
-        fail("--watch needs a display, and DISPLAY is unset; --capture-video films it instead")
     return args
-
-
-def evaluation_conflict(args):  # why --load-model or --watch cannot go with the other flags
-    if args.load_model and not args.eval_episodes:
-        return "--load-model evaluates over --eval-episodes episodes: give at least 1"
-    if args.load_model and args.save_model:
-        return "--load-model evaluates saved weights: --save-model would save them again"
-    if args.watch and not args.load_model:
-        return "--watch plays a saved model in a window: give --load-model too"
-    if args.watch and args.capture_video:
-        return "--watch shows the evaluation in a window, --capture-video films it: give one"
-    return None
 
 
 def check_namespace(parser, args):
@@ -510,11 +495,10 @@ def set_up(args):  # the run's directory (new, or --resume's), seeds (the envs':
     run_dir = os.path.normpath(os.path.expanduser(args.run_dir or f"runs/{run_name}"))
     if args.load_model and not (args.run_dir or args.capture_video or args.track):
         run_dir = None  # an evaluation writes nothing, unless a flag asks for a folder
-    events = (
-        Path(run_dir).glob("events.out.tfevents.*") if run_dir and os.path.isdir(run_dir) else []
-    )
-    checkpoint = run_dir and os.path.exists(f"{run_dir}/checkpoint.pt")
-    if not args.resume and (any(events) or checkpoint):
+    held = run_dir and os.path.isdir(run_dir)  # a folder, which may hold a run
+    events = held and any(Path(run_dir).glob("events.out.tfevents.*"))
+    checkpoint = held and os.path.exists(f"{run_dir}/checkpoint.pt")
+    if not args.resume and (events or checkpoint):
         afresh = "to start afresh, give another --run-dir or delete it"
         resume = f"--resume={importlib.import_module('shlex').quote(run_dir)}"  # to paste as is
         go_on = f"{resume} goes on" if checkpoint else "with no checkpoint, it cannot go on"
@@ -666,23 +650,20 @@ class Log:
         self.writer = None  # TensorBoard's, made in __enter__ (an evaluation's: maybe none)
 
     def __enter__(self):
-        """The run's folder, claimed at once (of two runs, one is refused); TensorBoard; clock.
-        An evaluation without a folder (run_dir None) writes nothing."""
+        """The run's folder, claimed at once (of two runs, one is refused); TensorBoard; clock."""
         self.excepthook = threading.excepthook  # the caller's, back at the run's end
         threading.excepthook = functools.partial(writer_thread_error, self.excepthook)
+        table = "|param|value|\n|-|-|" + "".join(f"\n|{k}|{v}|" for k, v in vars(self.args).items())
         try:
-            if self.run_dir:
+            if self.run_dir:  # an evaluation without --run-dir writes nothing
                 Path(self.run_dir, ".claimed").mkdir(parents=True, exist_ok=bool(self.args.resume))
                 self.writer = SummaryWriter(self.run_dir, purge_step=self.purge_step)
+                self.writer.add_text("hyperparameters", table, self.global_step)
         except OSError as error:  # --run-dir is a file, read-only, or cannot be made; a full disk
             threading.excepthook = self.excepthook
             if isinstance(error, FileExistsError):  # by a run started since set_up() looked
                 fail(f"the run folder {self.run_dir} was claimed by a run started at the same time")
             fail(f"cannot write TensorBoard's files to {self.run_dir}: {error}")
-        rows = "".join(f"\n|{key}|{value}|" for key, value in vars(self.args).items())
-        if self.writer:
-            table = "|param|value|\n|-|-|" + rows
-            self.writer.add_text("hyperparameters", table, self.global_step)
         where = f"logging to {self.run_dir}" if self.run_dir else "writing no files (no --run-dir)"
         say(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, {where}")
         self.start_time = time.time()
@@ -704,28 +685,22 @@ class Log:
             if self.writer:
                 self.writer.close()
         errno = importlib.import_module("errno")
-        gone = self.run_dir and not os.path.isdir(self.run_dir)
-        full = isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
-        if full or isinstance(error, OSError) and error.errno == errno.ENOENT and gone:
-            why = f"the run folder {self.run_dir} is gone" if gone else error.strerror
+        code = isinstance(error, OSError) and error.errno
+        gone = code == errno.ENOENT and self.run_dir and not os.path.isdir(self.run_dir)
+        if gone or code in (errno.ENOSPC, errno.EDQUOT):
+            why = f"the run folder {self.run_dir} is gone" if gone else os.strerror(code)
             fail(f"cannot write {os.fsdecode(error.filename or self.run_dir)}: {why}", OSError)
 
-    def iterations(self, num_iterations):
-        """1 to num_iterations, on from the last update (None: until train() stops); with
-        --load-model, none. Says first how the step budget rounds to whole rollouts."""
-        if self.args.load_model:
-            return range(0)
-        rollout = self.args.num_envs * self.args.num_steps
+    def iterations(self, num_iterations):  # 1 to N (None: till train() stops), on from the last
+        rollout = self.args.num_envs * self.args.num_steps  # update; --load-model: none
         budget = self.args.total_timesteps
-        if self.global_step >= budget or self.iteration >= (num_iterations or sys.maxsize):
-            done = f"the run is at step {self.global_step} of --total-timesteps {budget}"
-            say(f"{SCRIPT}: {done}: nothing left to train; a larger --total-timesteps goes on")
-        elif num_iterations is None:  # reinforce.py's rollouts of whole episodes
-            say(f"{SCRIPT}: rollouts of whole episodes: training ends after {budget} steps or more")
-        elif num_iterations * rollout != budget:
+        if num_iterations is None and not self.iteration:  # reinforce.py's: whole episodes
+            say(f"{SCRIPT}: rollouts of whole episodes: training ends past {budget} steps")
+        elif num_iterations and num_iterations * rollout != budget:
             whole = f"whole rollouts of {rollout} steps: {num_iterations * rollout} steps"
             say(f"{SCRIPT}: --total-timesteps {budget} is rounded to {whole}")
-        return range(self.iteration + 1, (num_iterations or sys.maxsize - 1) + 1)
+        last = 0 if self.args.load_model else (num_iterations or sys.maxsize)
+        return range(self.iteration + 1, last + 1)
 
     def episodes(self, global_step, infos):  # the envs that ended an episode at this step
         if "_episode" in infos:  # its return and length, written once per rollout, by update()
@@ -781,7 +756,7 @@ class Log:
             save(dict(agent=self.agent.state_dict(), script=SCRIPT), path)
             say(f"saved the weights to {path}")
         episodes = 0 if self.interrupted else self.args.eval_episodes
-        eval_env = self.eval_env("human" if self.args.watch else None)  # --watch: a window
+        eval_env = self.eval_env()
         device = next(self.agent.parameters()).device
         try:
             eval_returns = evaluate(self.agent, eval_env, episodes, self.args.seed + 10_000, device)
@@ -790,8 +765,6 @@ class Log:
             eval_returns = []
             self.interrupted = self.interrupted or "SIGINT"
             say(f"{SCRIPT}: evaluation stopped by {self.interrupted}")
-        except gym.error.DependencyNotInstalled as error:  # --watch without pygame, say
-            fail(f"--watch cannot show {self.args.env_id}: {error}")
         for episode, episode_return in enumerate(eval_returns if self.writer else []):
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)
         if eval_returns:
@@ -846,22 +819,20 @@ def long_run_class(args):
     return type("LongRun", (long_runs.LongRun, Log), {})  # a Log that checkpoints, films, ...
 
 
-def load_weights(agent, path, env_id):
-    """--load-model: --save-model's file, or a checkpoint's, as data; this script's, or older."""
+def load_weights(agent, path, env_id):  # --load-model: --save-model's file or a checkpoint's
     if not os.path.isfile(path):
         fail(f"--load-model {path}: no such file")
-    try:
+    try:  # as data; a file of the weights alone (--save-model's before 2026-11-28) is this script's
         saved = torch.load(path, "cpu", weights_only=True)
-        weights = saved.get("agent", saved)  # --save-model's before 2026-11-28: the weights alone
         script = saved.get("script", SCRIPT)
     except Exception:  # objects or code (never run), or not torch's
         fail(f"cannot load --load-model {path}: not weights that --save-model wrote")
     if script != SCRIPT:  # as --resume refuses another script's checkpoint
         fail(f"cannot load --load-model {path}: it holds weights of {script}; evaluate them there")
     try:
-        agent.load_state_dict(weights)
-    except Exception as error:  # another env's sizes, another Agent's layers
-        why = str(error).strip().splitlines()[-1].strip()
+        agent.load_state_dict(saved.get("agent", saved))
+    except Exception as error:  # another env's sizes: "size mismatch for actor.0.weight: ..."
+        why = str(error).strip().splitlines()[-1]
         fail(f"cannot load --load-model {path}: its weights do not fit {env_id} here: {why}")
 
 

@@ -1797,16 +1797,8 @@ def test_an_evaluation_writes_no_run_folder_unless_asked(tmp_path, capsys):
     assert list((tmp_path / "elsewhere").iterdir()) == []
     result = script.module.train(script.module.parse_args(argv))
     assert result["run_dir"] is None and len(result["eval_returns"]) == 2
-    for flag, says in [
-        (
-            "--eval-episodes 0",
-            "--load-model evaluates over --eval-episodes episodes: give at least 1",
-        ),
-        (
-            "--save-model",
-            "--load-model evaluates saved weights: --save-model would save them again",
-        ),
-    ]:
+    says = "--load-model evaluates --eval-episodes episodes (1 or more), saving none"
+    for flag in ("--eval-episodes 0", "--save-model"):  # it would do nothing, or nothing new
         with pytest.raises(ValueError) as exc:
             script.module.parse_args([*argv, *flags(flag)])
         assert one_line_error(capsys, exc, script) == f"ppo_gae.py: error: {says}"
@@ -1820,16 +1812,13 @@ def test_watch_without_a_display_is_one_line_and_with_its_flags_only(tmp_path, m
     with pytest.raises(ValueError) as exc:
         script.module.parse_args(flags("--load-model model.pt --watch"))
     assert one_line_error(capsys, exc, script) == (
-        "ppo_gae.py: error: --watch needs a display, and DISPLAY is unset; "
-        "--capture-video films it instead"
+        "ppo_gae.py: error: --watch needs a display, and DISPLAY is unset; --capture-video films it"
     )
     done = cli([str(script.path), *flags("--load-model model.pt --watch")], tmp_path)
     assert (done.returncode, done.stdout) == (2, "") and done.stderr == str(exc.value) + "\n"
     monkeypatch.setenv("DISPLAY", ":0")
-    for argv, says in [
-        ("--watch", "--watch plays a saved model in a window: give --load-model too"),
-        ("--load-model x.pt --watch --capture-video", "--capture-video films it: give one"),
-    ]:
+    says = "--watch plays --load-model's model in a window: give it, no --capture-video"
+    for argv in ("--watch", "--load-model x.pt --watch --capture-video"):
         with pytest.raises(ValueError, match=re.escape(says)):
             script.module.parse_args(flags(argv))
 
@@ -1988,7 +1977,7 @@ def test_a_step_budget_rounded_to_whole_rollouts_is_said_at_the_start(tmp_path, 
     whole = run(SCRIPTS[3], tmp_path / "whole", *argv, "512")
     assert whole["global_step"] == 512 and " is rounded to " not in capsys.readouterr().out
     episodes = run(SCRIPTS[0], tmp_path / "episodes", *argv, "500")
-    said = "reinforce.py: rollouts of whole episodes: training ends after 500 steps or more"
+    said = "reinforce.py: rollouts of whole episodes: training ends past 500 steps"
     assert said in capsys.readouterr().out.splitlines() and episodes["global_step"] >= 500
 
 
@@ -1999,7 +1988,7 @@ def test_a_resume_with_nothing_left_to_train_says_so(tmp_path, capsys):
     capsys.readouterr()
     again = run(script, tmp_path, "--resume", first["run_dir"], "--total-timesteps", "256")
     said = (
-        "ppo_gae.py: the run is at step 512 of --total-timesteps 256: nothing left to train; "
+        "ppo_gae.py: nothing left to train at step 512 of --total-timesteps 256; "
         "a larger --total-timesteps goes on"
     )
     assert said in capsys.readouterr().out.splitlines() and again["global_step"] == 512
@@ -3092,9 +3081,12 @@ SUPPORT += ("check_finite", "library_safe", "say", "compiles", "load_weights", "
 # The ceilings. A lesson is what a student reads before the divider, in one sitting: it grows
 # only by its algorithm, with room for a flag or two. The support code, one text in all five,
 # never grows past its longest copy when it became one text (441 lines after the divider): a
-# new capability is paid for by simpler support code.
+# new capability is paid for by simpler support code. Issue 82 raised it to 531, for what no
+# simpler code paid: a full disk or a deleted run folder in one line (the writer closed, its
+# thread quiet), a Ctrl-C while torch loads its parts, --load-model's four lines and its run
+# without a folder, the step budget's rounding said.
 LESSON_LINES = {"reinforce": 195, "vpg": 245, "ppo": 250, "ppo_gae": 300, "ppo_continuous": 370}
-SUPPORT_LINES = 441
+SUPPORT_LINES = 531
 
 
 def first_line(module, name):
