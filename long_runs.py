@@ -179,7 +179,8 @@ class LongRun:
             self.lock = lock(self.run_dir, self.script)
             say(f"{self.script}: going on from step {self.global_step} of {self.checkpoint}")
         log = super().__enter__()  # TensorBoard first: if it fails, there is no handler to undo
-        self.lock = self.lock or lock(self.run_dir, self.script)  # a new run's: just made
+        if self.run_dir:  # a new run's, just made (--watch's evaluation may write no files)
+            self.lock = self.lock or lock(self.run_dir, self.script)
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         return log
 

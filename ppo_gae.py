@@ -426,9 +426,8 @@ def set_up(args):  # the run's directory (new, or --resume's), seeds (the envs':
     run_dir = os.path.normpath(os.path.expanduser(args.run_dir or f"runs/{run_name}"))
     if args.load_model and not (args.run_dir or args.capture_video or args.track):
         run_dir = None  # an evaluation writes nothing, unless a flag asks for a folder
-    held = run_dir and os.path.isdir(run_dir)  # a folder, which may hold a run
-    events = held and any(Path(run_dir).glob("events.out.tfevents.*"))
-    checkpoint = held and os.path.exists(f"{run_dir}/checkpoint.pt")
+    events = run_dir and any(Path(run_dir).glob("events.out.tfevents.*"))  # none: no folder
+    checkpoint = run_dir and os.path.exists(f"{run_dir}/checkpoint.pt")
     if not args.resume and (events or checkpoint):
         afresh = "to start afresh, give another --run-dir or delete it"
         resume = f"--resume={importlib.import_module('shlex').quote(run_dir)}"  # to paste as is
@@ -625,13 +624,14 @@ class Log:
     def iterations(self, num_iterations):  # 1 to N (None: till train() stops), on from the last
         rollout = self.args.num_envs * self.args.num_steps  # update; --load-model: none
         budget = self.args.total_timesteps
+        if self.args.load_model:
+            return range(0)
         if num_iterations is None and not self.iteration:  # reinforce.py's: whole episodes
             say(f"{SCRIPT}: rollouts of whole episodes: training ends past {budget} steps")
         elif num_iterations and num_iterations * rollout != budget:
             whole = f"whole rollouts of {rollout} steps: {num_iterations * rollout} steps"
             say(f"{SCRIPT}: --total-timesteps {budget} is rounded to {whole}")
-        last = 0 if self.args.load_model else (num_iterations or sys.maxsize)
-        return range(self.iteration + 1, last + 1)
+        return range(self.iteration + 1, (num_iterations or sys.maxsize) + 1)
 
     def episodes(self, global_step, infos):  # the envs that ended an episode at this step
         if "_episode" in infos:  # its return and length, written once per rollout, by update()

@@ -1794,6 +1794,7 @@ def test_an_evaluation_writes_no_run_folder_unless_asked(tmp_path, capsys):
     done = cli([str(script.path), *argv], tmp_path / "elsewhere")
     assert done.returncode == 0 and "writing no files (no --run-dir)" in done.stdout, done.stderr
     assert "evaluation over 2 episodes" in done.stdout and done.stderr == ""
+    assert len(done.stdout.splitlines()) == 2  # no word of a step budget: it trains none
     assert list((tmp_path / "elsewhere").iterdir()) == []
     result = script.module.train(script.module.parse_args(argv))
     assert result["run_dir"] is None and len(result["eval_returns"]) == 2
