@@ -1617,6 +1617,7 @@ def test_however_train_raises_the_callers_settings_are_back(script, where, tmp_p
     threads = torch.get_num_threads()
     deterministic = torch.backends.cudnn.deterministic
     sigterm = signal.signal(signal.SIGTERM, handler)
+    excepthook = threading.excepthook  # a run sets its own while TensorBoard's thread writes
     torch.set_num_threads(3)  # not torch's default, nor a count a run would pick
     torch.backends.cudnn.deterministic = False  # the run's is True (--torch-deterministic)
     try:
@@ -1625,6 +1626,7 @@ def test_however_train_raises_the_callers_settings_are_back(script, where, tmp_p
         assert torch.get_num_threads() == 3
         assert torch.backends.cudnn.deterministic is False
         assert signal.getsignal(signal.SIGTERM) is handler
+        assert threading.excepthook is excepthook
     finally:
         torch.set_num_threads(threads)
         torch.backends.cudnn.deterministic = deterministic
@@ -1637,6 +1639,7 @@ LONG_RUN_ARGV = {  # each flag that needs long_runs.py, as a user would give it
     "--track": ("--track",),
     "--async-envs": ("--async-envs",),
     "--capture-video": ("--capture-video",),
+    "--watch": ("--watch",),
 }
 
 
