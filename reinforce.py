@@ -237,13 +237,13 @@ def ctrl_c_after():  # a Ctrl-C in the block, raised after it: an import it cut 
 
 def parse_args(argv=None):
     """argv's flags (a list, or train()'s Namespace), else the command line's; bad: one line.
-    In a Jupyter kernel, no argv is a ValueError: sys.argv is the kernel's, never the user's."""
+    In a Jupyter kernel, no argv is a ValueError: sys.argv is the kernel's (%run SCRIPT's aside)."""
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
     if argv is not None:  # from Python: not argparse's usage and SystemExit
         parser.error = fail
-    if argv is None and "ipykernel" in sys.modules:  # a notebook: sys.argv is the kernel's own
-        fail("in a notebook, give parse_args a list of flags: parse_args([]) for the defaults")
+    if argv is None and "ipykernel" in sys.modules and Path(sys.argv[0]).name != SCRIPT:
+        fail("in a notebook, give parse_args a list: parse_args([]) for the defaults")  # not its -f
     hyperparameters(parser)  # the algorithm's, in the lesson
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--cuda", action=on_off, default=False, help="train on the GPU if one is usable")

@@ -1284,8 +1284,7 @@ def test_parse_args_reads_the_list_it_is_given_and_else_the_command_line(script,
     assert module.parse_args([]).seed == 1 and module.parse_args(["--seed", "7"]).seed == 7
     with pytest.raises(ValueError, match=r"unrecognized arguments: -f"):
         module.parse_args(KERNEL_ARGV[1:])
-    monkeypatch.delitem(sys.modules, "ipykernel")  # a program's own command line
-    monkeypatch.setattr(sys, "argv", [script.path.name, "--seed", "5"])
+    monkeypatch.setattr(sys, "argv", [script.path.name, "--seed", "5"])  # %run SCRIPT --seed 5
     assert module.parse_args().seed == 5
 
 
