@@ -96,11 +96,9 @@ class LongRun:
             fail(script, "--video-every says how often --capture-video films: give both")
         if args.wandb_entity and not args.track:
             fail(script, "--wandb-entity says whose --track the run goes to: give both")
-        if args.watch and not (args.load_model and not args.capture_video):
-            fail(
-                script,
-                "--watch plays --load-model's model in a window: give it, no --capture-video",
-            )
+        if args.watch and (not args.load_model or args.capture_video):
+            why = "--watch plays --load-model's model in a window"
+            fail(script, f"{why}: give it, no --capture-video")
         display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")  # X11's, Wayland's
         if args.watch and sys.platform.startswith("linux") and not display:  # ssh, a container
             fail(script, "--watch needs a display, and DISPLAY is unset; --capture-video films it")
@@ -255,8 +253,8 @@ class LongRun:
         return f"checkpoint of step {self.saved_step} in {self.checkpoint}; {resume}"
 
     def eval_env(self, render_mode=None):
-        """--capture-video: the evaluation filmed (made at the start: a renderer fails early);
-        a SIGTERM stops it at its next step, as a Ctrl-C does."""
+        """--capture-video: the evaluation filmed; --watch: shown (both made at the start: a
+        renderer fails early). A SIGTERM stops it at its next step, as a Ctrl-C does."""
         return Stoppable(self.filmed_env or self.watched_env or super().eval_env(render_mode), self)
 
     def watch_evaluation(self):  # --watch: the evaluation in a window (rl-zoo3's enjoy), open now
