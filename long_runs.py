@@ -10,6 +10,7 @@ A script imports this file only when one of these flags asks for it:
                            TensorBoard), and the final evaluation as mp4
     --track                the run in Weights & Biases (flags, TensorBoard scalars, films, code)
     --async-envs           each env in a process of its own
+    --watch                with --load-model, the evaluation played in a window
 
 Each script's Log writes TensorBoard and the progress line. LongRun below extends it method by
 method (each script's long_run_class() says `class LongRun(long_runs.LongRun, Log)`), so train()
@@ -30,9 +31,10 @@ What LongRun needs from the script's Log, attribute by attribute:
     purge_step             where TensorBoard's curves go on, read when the writer is made
     interrupted            what stopped training: None, "SIGINT" or "SIGTERM"
     writer                 the SummaryWriter, made in __enter__
-and the methods it extends: __init__, __enter__, __exit__, episodes, update, finish, eval_env
-and go_on. A checkpoint names the script that wrote it and its FORMAT; it keeps the running
-statistics of the envs' wrappers (NormalizeReward's, say) beside the Agent's state_dict.
+and the methods it extends: __init__, __enter__, __exit__, iterations, episodes, update,
+finish, eval_env and go_on; failed(error) closes the writer and says a full disk in one line.
+A checkpoint names the script that wrote it and its FORMAT; it keeps the running statistics of
+the envs' wrappers (NormalizeReward's, say) beside the Agent's state_dict.
 """
 
 import argparse
@@ -92,6 +94,12 @@ class LongRun:
             fail("--video-every says how often --capture-video films: give both")
         if args.wandb_entity and not args.track:
             fail("--wandb-entity says whose --track the run goes to: give both")
+        if args.watch and (not args.load_model or args.capture_video):
+            why = "--watch plays --load-model's model in a window"
+            fail(f"{why}: give it, no --capture-video")
+        display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")  # X11's, Wayland's
+        if args.watch and sys.platform.startswith("linux") and not display:  # ssh, a container
+            fail("--watch needs a display, and DISPLAY is unset; --capture-video films it")
         if not args.resume:
             return args
         args.resume = os.path.expanduser(args.resume)  # as --run-dir: a "~" the shell left
@@ -153,6 +161,7 @@ class LongRun:
         self.snapshot = self.state() if args.checkpoint_every else None
         self.wandb = self.track(args) if args.track else None  # before the writer it syncs
         self.filmed_env = self.film_evaluation() if args.capture_video else None
+        self.watched_env = self.watch_evaluation() if args.watch else None
         rollouts = args.total_timesteps // (args.num_envs * args.num_steps)  # or fewer, longer
         self.video_every = args.capture_video and (args.video_every or max(1, rollouts // 10))
         self.frames = None  # the rollout after every video_every-th (about ten a run), filmed
@@ -169,7 +178,8 @@ class LongRun:
             self.lock = lock(self.run_dir, self.fail)
             say(f"{self.script}: going on from step {self.global_step} of {self.checkpoint}")
         log = super().__enter__()  # TensorBoard first: if it fails, there is no handler to undo
-        self.lock = self.lock or lock(self.run_dir, self.fail)  # a new run's: just made
+        if self.run_dir:  # a new run's, just made (--watch's evaluation may write no files)
+            self.lock = self.lock or lock(self.run_dir, self.fail)
         self.default_sigterm = signal.signal(signal.SIGTERM, self.stop)
         return log
 
@@ -244,9 +254,24 @@ class LongRun:
         return f"checkpoint of step {self.saved_step} in {self.checkpoint}; {resume}"
 
     def eval_env(self, render_mode=None):
-        """--capture-video: the evaluation filmed (made at the start: a renderer fails early);
-        a SIGTERM stops it at its next step, as a Ctrl-C does."""
-        return Stoppable(self.filmed_env or super().eval_env(render_mode), self)
+        """--capture-video: the evaluation filmed; --watch: shown (both made at the start: a
+        renderer fails early). A SIGTERM stops it at its next step, as a Ctrl-C does."""
+        return Stoppable(self.filmed_env or self.watched_env or super().eval_env(render_mode), self)
+
+    def watch_evaluation(self):  # --watch: the evaluation in a window (rl-zoo3's enjoy), open now
+        env = super().eval_env(render_mode="human")
+        try:
+            env.reset(seed=self.args.seed + 10_000)  # as the evaluation's first episode
+        except gym.error.DependencyNotInstalled as error:  # pygame, for CartPole's window
+            self.fail(f"--watch cannot show {self.args.env_id}: {error}")
+        return env
+
+    def iterations(self, num_iterations):  # a resumed run with nothing left to train says so
+        iterations = super().iterations(num_iterations)
+        if self.args.resume and (not iterations or self.global_step >= self.args.total_timesteps):
+            at = f"at step {self.global_step} of --total-timesteps {self.args.total_timesteps}"
+            say(f"{self.script}: nothing left to train {at}; a larger --total-timesteps goes on")
+        return iterations
 
     def film_evaluation(self):
         env = super().eval_env(render_mode="rgb_array")
@@ -332,11 +357,20 @@ class LongRun:
             set_state(rng)
 
     def save(self):
-        """checkpoint.pt <- the snapshot, written beside it and renamed: a kill leaves it whole."""
-        torch.save(self.snapshot, f"{self.checkpoint}.tmp")
-        Path(f"{self.checkpoint}.tmp").replace(self.checkpoint)  # atomic, as os.replace
-        self.saved_step = self.snapshot["global_step"]
-        self.writer.flush()  # after a kill, the curves reach the checkpoint at least
+        """checkpoint.pt <- the snapshot, written beside it and renamed: a kill leaves it whole.
+        A full disk (or the run folder gone) leaves no checkpoint.pt.tmp, and one line."""
+        data = BytesIO()  # torch.save to a file says a full disk as a RuntimeError, unnamed
+        torch.save(self.snapshot, data)
+        written = Path(f"{self.checkpoint}.tmp")
+        try:
+            written.write_bytes(data.getvalue())
+            written.replace(self.checkpoint)  # atomic, as os.replace
+            self.saved_step = self.snapshot["global_step"]
+            self.writer.flush()  # after a kill, the curves reach the checkpoint at least
+        except OSError as error:
+            written.unlink(missing_ok=True)
+            self.failed(OSError(error.errno, error.strerror, error.filename or written))
+            raise
 
     # ---- films and W&B ----
 

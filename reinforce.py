@@ -37,12 +37,14 @@ connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 
 """
 
 import argparse
+import contextlib
 import functools
 import importlib
 import os
 import random
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -156,17 +158,18 @@ def train(args):
     score = agent.get_action
     if args.compile and compiles(device):
         score = torch.compile(score, dynamic=True)
-    log = start_log(args, run_dir, agent, optimizer, envs)  # TensorBoard and progress, below
-    if args.load_model:  # evaluate saved weights (--save-model's): log.iterations() is empty
-        load_weights(agent, args.load_model)
-    global_step = log.global_step  # env steps taken so far
+    # The log writes TensorBoard's curves and the progress line. With --load-model,
+    # start_log() loads the saved weights instead, and the loop below trains nothing.
+    log = start_log(args, run_dir, agent, optimizer, envs)
+    # A new run starts at step 0, and a resumed run where its checkpoint was written.
+    global_step = log.global_step
 
     # A Ctrl-C ends the loop below, and log.finish() then ends the run with what was learned.
     with log:
-        # The loop runs until global_step reaches --total-timesteps. log.iterations(n) counts
-        # iteration = 1, 2, ..., n. A rollout takes at least num_envs x num_steps env steps, so
-        # n = total_timesteps is only an upper bound, and the break below ends the loop first.
-        for iteration in log.iterations(args.total_timesteps):
+        # The loop runs until global_step reaches --total-timesteps. log.iterations(None)
+        # counts iteration = 1, 2, ... with no end of its own: a rollout of whole episodes has
+        # no fixed length, so the break below ends the loop.
+        for iteration in log.iterations(None):
             if global_step >= args.total_timesteps:
                 break
             # Each rollout plays whole episodes. Every env starts a new episode and plays at
@@ -241,7 +244,7 @@ def train(args):
 
 SCRIPT = Path(__file__).name
 LONG_RUN_FLAGS = ("capture_video", "video_every", "checkpoint_every", "resume", "async_envs")
-LONG_RUN_FLAGS += ("track", "wandb_entity")
+LONG_RUN_FLAGS += ("track", "wandb_entity", "watch")
 
 
 class ScriptError(Exception):
@@ -286,8 +289,9 @@ def library_safe(train):
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         cublas = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
         try:  # set before the Agent's init, whose weights depend on the threads
-            torch.set_num_threads(args.threads)
-            torch.use_deterministic_algorithms(args.torch_deterministic, warn_only=True)
+            with ctrl_c_after():  # the first call imports part of torch, which Ctrl-C would break
+                torch.set_num_threads(args.threads)
+                torch.use_deterministic_algorithms(args.torch_deterministic, warn_only=True)
             if args.torch_deterministic and cublas is None:  # cuBLAS's deterministic workspace
                 os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
             return train(args)
@@ -303,13 +307,30 @@ def library_safe(train):
 train = library_safe(train)
 
 
+@contextlib.contextmanager
+def ctrl_c_after():  # a Ctrl-C in the block, raised after it: an import it cut short would be
+    came = []  # half made, and its next import fail ("module 'sympy' has no attribute ...")
+    main = threading.current_thread() is threading.main_thread()  # the one with signals
+    handler = main and signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, handler)
+    if came:
+        signal.raise_signal(signal.SIGINT)  # to the caller's handler: Python's raises it
+
+
 def parse_args(argv=None):
     """The flags of argv (a list, or train()'s Namespace), else of the command line. Bad ones
-    get argparse's one line: from Python (a notebook: give a list) in a ValueError."""
+    get argparse's one line: from Python (a notebook: give a list) in a ValueError. In a Jupyter
+    kernel, no argv is a ValueError too: sys.argv is the kernel's own (but for %run SCRIPT's)."""
     parser = argparse.ArgumentParser(SCRIPT, description=__doc__.split("\n")[0])
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows defaults
     if argv is not None:  # from Python: not argparse's usage and SystemExit
         parser.error = fail
+    if argv is None and "ipykernel" in sys.modules and Path(sys.argv[0]).name != SCRIPT:
+        fail("in a notebook, give parse_args a list: parse_args([]) for the defaults")  # not its -f
     hyperparameters(parser)  # the algorithm's, in the lesson
     arg, on_off = parser.add_argument, argparse.BooleanOptionalAction
     arg("--cuda", action=on_off, default=False, help="train on the GPU if one is usable")
@@ -317,7 +338,7 @@ def parse_args(argv=None):
     arg("--torch-deterministic", action=on_off, default=True, help="torch's deterministic kernels")
     arg("--threads", type=positive_int, default=1, help="torch's CPU threads (docs/results.md)")
     arg("--save-model", action=on_off, default=False, help="save the weights in the run directory")
-    arg("--load-model", default=None, help="evaluate (and film) this saved model; no training")
+    arg("--load-model", default=None, help="evaluate a saved model; no files unless --run-dir")
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
     arg = parser.add_argument_group("long runs: need long_runs.py beside the script").add_argument
@@ -329,12 +350,15 @@ def parse_args(argv=None):
     arg("--track", action=on_off, default=False, help="the run in Weights & Biases (needs wandb)")
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
     arg("--wandb-entity", default=None, help="W&B team or user; if unset, your own")
+    arg("--watch", action=on_off, default=False, help="with --load-model: play it in a window")
     namespace = isinstance(argv, argparse.Namespace)  # train()'s, maybe built by hand
     args = check_namespace(parser, argv) if namespace else parser.parse_args(argv)
     if (LongRun := long_run_class(args)) is not Log:  # or one line, alone
         args = LongRun.checked_args(parser, argv, args)  # --resume: the checkpoint's flags too
     if args.num_envs * args.num_steps > 2**24:  # 2**25: 107 s, 13 GB, then torch's traceback
         parser.error(f"--num-envs x --num-steps is {args.num_envs * args.num_steps}, over 2**24")
+    if args.load_model and (args.save_model or not args.eval_episodes):  # or it does nothing
+        parser.error("--load-model evaluates --eval-episodes episodes (1 or more), saving none")
     if conflict := flag_conflict(args):  # the lesson's: values its flags cannot take together
         parser.error(conflict)
     return args
@@ -384,15 +408,20 @@ unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 def set_up(args):
     """The run's directory (new, or --resume's), the seeds, and the device. The envs get
     their seed at the first reset (Log.reset_seed)."""
-    run_name = f"{args.env_id}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
+    env = "".join("-" if c in '/\\:*?"<>|' else c for c in args.env_id)  # a file name: no ":"
+    run_name = f"{env}__{Path(SCRIPT).stem}__{args.seed}__{int(time.time())}"
     if not args.run_dir and Path(f"runs/{run_name}").exists():  # this seed's, this second
         run_name += f"_{time.time_ns()}"
     run_dir = os.path.normpath(os.path.expanduser(args.run_dir or f"runs/{run_name}"))
-    events = Path(run_dir).glob("events.out.tfevents.*") if os.path.isdir(run_dir) else []
-    if not args.resume and (any(events) or os.path.exists(f"{run_dir}/checkpoint.pt")):
+    if args.load_model and not (args.run_dir or args.capture_video or args.track):
+        run_dir = None  # an evaluation writes nothing, unless a flag asks for a folder
+    events = run_dir and any(Path(run_dir).glob("events.out.tfevents.*"))  # none: no folder
+    checkpoint = run_dir and os.path.exists(f"{run_dir}/checkpoint.pt")
+    if not args.resume and (events or checkpoint):
         afresh = "to start afresh, give another --run-dir or delete it"
         resume = f"--resume={importlib.import_module('shlex').quote(run_dir)}"  # to paste as is
-        fail(f"--run-dir {run_dir} holds a run: {resume} goes on; {afresh}")
+        go_on = f"{resume} goes on" if checkpoint else "with no checkpoint, it cannot go on"
+        fail(f"--run-dir {run_dir} holds a run: {go_on}; {afresh}")
     random.seed(args.seed)
     np.random.seed(args.seed % 2**32)  # numpy's seeds have 32 bits, torch's 64
     torch.manual_seed(args.seed % 2**64)
@@ -546,19 +575,25 @@ class Log:
         self.purge_step = None  # where TensorBoard's curves go on (a resumed run: after it)
         self.interrupted = None  # what stopped training: "SIGINT" (Ctrl-C), or "SIGTERM"
         self.seeded = False  # whether the envs' first reset has had its seed
+        self.writer = None  # TensorBoard's, made in __enter__ (an evaluation's: maybe none)
 
     def __enter__(self):
         """The run's folder, claimed at once (of two runs, one is refused); TensorBoard; clock."""
+        self.excepthook = threading.excepthook  # the caller's, back at the run's end
+        threading.excepthook = functools.partial(writer_thread_error, self.excepthook)
+        table = "|param|value|\n|-|-|" + "".join(f"\n|{k}|{v}|" for k, v in vars(self.args).items())
         try:
-            Path(self.run_dir, ".claimed").mkdir(parents=True, exist_ok=bool(self.args.resume))
-            self.writer = SummaryWriter(self.run_dir, purge_step=self.purge_step)
-        except FileExistsError:  # by a run started since set_up() looked
-            fail(f"the run folder {self.run_dir} was claimed by a run started at the same time")
-        except OSError as error:  # --run-dir is a file, read-only, or cannot be made
+            if self.run_dir:  # an evaluation without --run-dir writes nothing
+                Path(self.run_dir, ".claimed").mkdir(parents=True, exist_ok=bool(self.args.resume))
+                self.writer = SummaryWriter(self.run_dir, purge_step=self.purge_step)
+                self.writer.add_text("hyperparameters", table, self.global_step)
+        except OSError as error:  # --run-dir is a file, read-only, or cannot be made; a full disk
+            threading.excepthook = self.excepthook
+            if isinstance(error, FileExistsError):  # by a run started since set_up() looked
+                fail(f"the run folder {self.run_dir} was claimed by a run started at the same time")
             fail(f"cannot write TensorBoard's files to {self.run_dir}: {error}")
-        table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
-        self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table, self.global_step)
-        say(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, logging to {self.run_dir}")
+        where = f"logging to {self.run_dir}" if self.run_dir else "writing no files (no --run-dir)"
+        say(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, {where}")
         self.start_time = time.time()
         self.start_step = self.global_step
         self.last_print = self.start_time
@@ -569,11 +604,32 @@ class Log:
         if kind is KeyboardInterrupt:  # long_runs.py's SIGTERM has said so already
             self.interrupted = self.interrupted or "SIGINT"
         elif kind is not None:
-            self.writer.close()
+            self.failed(error)
         return kind is KeyboardInterrupt
 
-    def iterations(self, num_iterations):  # 1 to N, on from the last update; --load-model: none
-        return range(self.iteration + 1, 0 if self.args.load_model else num_iterations + 1)
+    def failed(self, error):  # the writer closed; a full disk or a folder gone: one line, exit 1
+        threading.excepthook = self.excepthook
+        with contextlib.suppress(OSError):  # the disk's error again, which `error` says
+            if self.writer:
+                self.writer.close()
+        errno = importlib.import_module("errno")
+        code = isinstance(error, OSError) and error.errno
+        gone = code == errno.ENOENT and self.run_dir and not os.path.isdir(self.run_dir)
+        if gone or code in (errno.ENOSPC, errno.EDQUOT):
+            why = f"the run folder {self.run_dir} is gone" if gone else os.strerror(code)
+            fail(f"cannot write {os.fsdecode(error.filename or self.run_dir)}: {why}", OSError)
+
+    def iterations(self, num_iterations):  # 1 to N (None: till train() stops), on from the last
+        rollout = self.args.num_envs * self.args.num_steps  # update; --load-model: none
+        budget = self.args.total_timesteps
+        if self.args.load_model:
+            return range(0)
+        if num_iterations is None and not self.iteration:  # reinforce.py's: whole episodes
+            say(f"{SCRIPT}: rollouts of whole episodes: training ends past {budget} steps")
+        elif num_iterations and num_iterations * rollout != budget:
+            whole = f"whole rollouts of {rollout} steps: {num_iterations * rollout} steps"
+            say(f"{SCRIPT}: --total-timesteps {budget} is rounded to {whole}")
+        return range(self.iteration + 1, (num_iterations or sys.maxsize) + 1)
 
     def reset_seed(self):
         """The seed of the envs' first reset, then None: later resets go on with each env's
@@ -622,14 +678,24 @@ class Log:
 
     def finish(self, global_step):
         """A run's end (trained, stopped or loaded): logs, --save-model, evaluation; its dict."""
+        try:
+            return self.end(global_step)
+        except Exception as error:  # the writer closed; a full disk, a folder gone: one line
+            self.failed(error)
+            raise
+        finally:
+            threading.excepthook = self.excepthook
+
+    def end(self, global_step):  # finish()'s work
         self.envs.close()
         sps = self.sps(global_step)
         self.progress(global_step, end=global_step > 0 and not self.interrupted)
         if self.interrupted:  # what stopped the run, and how to go on
             say(f"{SCRIPT}: stopped by {self.interrupted} at step {global_step}; {self.go_on()}")
-        if self.args.save_model:
-            torch.save(self.agent.state_dict(), f"{self.run_dir}/{Path(SCRIPT).stem}.pt")
-            say(f"saved the weights to {self.run_dir}/{Path(SCRIPT).stem}.pt")
+        if self.args.save_model:  # the weights, and whose they are (--load-model checks)
+            path = f"{self.run_dir}/{Path(SCRIPT).stem}.pt"
+            save(dict(agent=self.agent.state_dict(), script=SCRIPT), path)
+            say(f"saved the weights to {path}")
         episodes = 0 if self.interrupted else self.args.eval_episodes
         eval_env = self.eval_env()
         device = next(self.agent.parameters()).device
@@ -640,13 +706,14 @@ class Log:
             eval_returns = []
             self.interrupted = self.interrupted or "SIGINT"
             say(f"{SCRIPT}: evaluation stopped by {self.interrupted}")
-        for episode, episode_return in enumerate(eval_returns):
+        for episode, episode_return in enumerate(eval_returns if self.writer else []):
             self.writer.add_scalar("eval/episodic_return", episode_return, episode)
         if eval_returns:
             n = len(eval_returns)
             mean_and_std = f"{np.mean(eval_returns):.1f} +/- {np.std(eval_returns):.1f}"
             say(f"evaluation over {n} episode{'s' if n > 1 else ''}: {mean_and_std}")
-        self.writer.close()
+        if self.writer:
+            self.writer.close()
         result = dict(agent=self.agent, episode_returns=self.episode_returns, sps=sps)
         result |= dict(global_step=global_step, eval_returns=eval_returns, run_dir=self.run_dir)
         return result | dict(interrupted=self.interrupted)
@@ -659,8 +726,26 @@ class Log:
 
 
 def start_log(args, run_dir, agent, optimizer, envs):
-    """A Log; with a flag of long or watched runs, long_runs.py's LongRun, which extends it."""
+    """A Log; with a flag of long or watched runs, long_runs.py's LongRun, which extends it.
+    With --load-model, the weights to evaluate are loaded here (the Log then trains nothing)."""
+    if args.load_model:
+        load_weights(agent, args.load_model, args.env_id)
     return long_run_class(args)(args, run_dir, agent, optimizer, envs)
+
+
+def writer_thread_error(excepthook, hook_args):  # threading.excepthook while a run writes
+    if not type(hook_args.thread).__module__.startswith("tensorboard."):
+        excepthook(hook_args)  # TensorBoard's thread: its error comes back at the next write
+
+
+def save(state, path):  # torch.save, whole or not at all: a full disk is an OSError naming path
+    data = importlib.import_module("io").BytesIO()
+    torch.save(state, data)
+    try:
+        Path(path).write_bytes(data.getvalue())
+    except OSError as error:
+        Path(path).unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, path) from None
 
 
 def long_run_class(args):
@@ -677,13 +762,23 @@ def long_run_class(args):
     return type("LongRun", (long_runs.LongRun, Log), {})  # a Log that checkpoints, films, ...
 
 
-def load_weights(agent, path):
-    """--load-model: what --save-model wrote, or a checkpoint's "agent"; as data, never code."""
+def load_weights(agent, path, env_id):
+    """--load-model: what --save-model wrote, or a checkpoint's "agent"; as data, never code.
+    A file of the weights alone (--save-model's before 2026-11-28) is taken as this script's."""
+    if not os.path.isfile(path):
+        fail(f"--load-model {path}: no such file")
     try:
         saved = torch.load(path, "cpu", weights_only=True)
+        script = saved.get("script", SCRIPT)
+    except Exception:  # objects or code (never run), or not torch's
+        fail(f"cannot load --load-model {path}: not weights that --save-model wrote")
+    if script != SCRIPT:  # as --resume refuses another script's checkpoint
+        fail(f"cannot load --load-model {path}: it holds weights of {script}; evaluate them there")
+    try:
         agent.load_state_dict(saved.get("agent", saved))
-    except Exception:  # missing; objects or code (never run); another Agent's weights
-        fail(f"cannot load --load-model {path}: missing, or not this env's")
+    except Exception as error:  # another env's sizes: "size mismatch for actor.0.weight: ..."
+        why = str(error).strip().splitlines()[-1]
+        fail(f"cannot load --load-model {path}: its weights do not fit {env_id} here: {why}")
 
 
 def log_episodes(writer, ended_episodes, history):

@@ -429,7 +429,9 @@ def test_zoo_nets_trains_ppo_continuous_with_256x256_relu_actor_and_critic(tmp_p
     flags += ["--critic-hidden", "32", "--run-dir", str(tmp_path)]
     done = subprocess.run([sys.executable, script] + flags, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    weights = torch.load(tmp_path / "zoo_nets.pt")  # Pendulum: 3 numbers in, 1 action out
+    saved = torch.load(tmp_path / "zoo_nets.pt")  # the weights, and the script that saved them
+    assert saved["script"] == "zoo_nets.py"
+    weights = saved["agent"]  # Pendulum: 3 numbers in, 1 action out
     for net in ("actor_mean", "critic"):
         shapes = [tuple(weights[f"{net}.{i}.weight"].shape) for i in (0, 2, 4)]
         assert shapes == [(256, 3), (256, 256), (1, 256)], net
