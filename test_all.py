@@ -2309,13 +2309,15 @@ def test_a_lone_copy_tells_bad_input_a_failed_run_and_the_envs_error_apart_by_ty
 @by_name(SCRIPTS)
 def test_the_scripts_own_errors_carry_their_exit_status_by_type(script, tmp_path, monkeypatch):
     """fail() raises the script's own types: a Refusal (a ValueError) for bad input, status 2;
-    a NotFinite (a FloatingPointError) for a run that cannot go on, status 1. An env's error
+    a NotFinite (a FloatingPointError), an EnvProcessError (a ChildProcessError) or a WriteError
+    (an OSError) for a run that cannot go on, status 1. An env's error
     whose text reads like a refusal stays the env's: not a ScriptError."""
     module = script.module
     for kind, own, status in [
         (ValueError, module.Refusal, 2),
         (FloatingPointError, module.NotFinite, 1),
         (ChildProcessError, module.EnvProcessError, 1),
+        (OSError, module.WriteError, 1),
     ]:
         with pytest.raises(kind) as exc:
             module.fail("why,\n  in   words", kind)

@@ -317,10 +317,15 @@ class EnvProcessError(ScriptError, ChildProcessError):
     """An env's process (--async-envs, in long_runs.py) failed or died (exit status 1)."""
 
 
+class WriteError(ScriptError, OSError):
+    """A file of the run cannot be written: a full disk, a run folder deleted (exit status 1)."""
+
+
 def fail(message, kind=ValueError):
     """Raise the script's own error of this kind with the line "SCRIPT: error: message".
-    A ValueError is bad input (Refusal); the other two kinds stop a run that cannot go on."""
+    A ValueError is bad input (Refusal); the other kinds stop a run that cannot go on."""
     own = {ValueError: Refusal, FloatingPointError: NotFinite, ChildProcessError: EnvProcessError}
+    own[OSError] = WriteError
     raise own[kind](f"{SCRIPT}: error: {' '.join(str(message).split())}")
 
 
@@ -464,7 +469,8 @@ def set_up(args):
     run_dir = os.path.normpath(os.path.expanduser(args.run_dir or f"runs/{run_name}"))
     if args.load_model and not (args.run_dir or args.capture_video or args.track):
         run_dir = None  # an evaluation writes nothing, unless a flag asks for a folder
-    events = run_dir and any(Path(run_dir).glob("events.out.tfevents.*"))  # none: no folder
+    folder = run_dir and os.path.isdir(run_dir)  # False for a name the file system refuses
+    events = folder and any(Path(run_dir).glob("events.out.tfevents.*"))
     checkpoint = run_dir and os.path.exists(f"{run_dir}/checkpoint.pt")
     if not args.resume and (events or checkpoint):
         afresh = "to start afresh, give another --run-dir or delete it"
