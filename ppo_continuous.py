@@ -372,7 +372,7 @@ def train(args):
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(next_obs)
                 actions[step], logprobs[step], values[step] = action, logprob, value.flatten()
-                # The env gets the action clipped to its bounds; the loss scores the sample itself.
+                # The env gets the action clipped to its bounds. The loss scores the sample itself.
                 env_action = action.clamp(action_low, action_high)
                 # The envs take the actions as a tensor and return numpy arrays (tensors, for an
                 # env written in torch). torch.as_tensor turns each into a tensor on the device.

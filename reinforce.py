@@ -32,7 +32,7 @@ Paper: Williams (1992), "Simple statistical gradient-following algorithms for
 connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 13.
 
     python reinforce.py                                   # CartPole-v1
-    python reinforce.py --no-normalize-returns            # raw G_t: watch the variance
+    python reinforce.py --no-normalize-returns            # raw G_t, to see the variance
     tensorboard --logdir runs
 """
 
