@@ -7,9 +7,11 @@ Each case calls the function under test, `fn`, on inputs of the contract that th
 the hand-worked cases, whose numbers are worked out in the comments; then cases on random
 inputs (fixed seeds) whose expected values are the script's own function's, values and
 gradients, and, for the Agent's method, an agent whose every layer depends on its input. A
-method (Agent.get_action_and_value, RunningNorm.update) is bound to an object of the script's
-own class, so a case checks the method alone. MISTAKES holds wrong versions that students
-write: the grader names one when its answers equal the student's on every case.
+sampler's actions are compared, element by element, with the script's from the same seed
+(two_calls()). A method (Agent.get_action_and_value, RunningNorm.update) is bound to an
+object of the script's own class, so a case checks the method alone. MISTAKES holds wrong
+versions that students write: the grader names one when its answers equal the student's on
+every case.
 """
 
 import copy
@@ -163,10 +165,14 @@ def near(x, target, within, below=None):
     return torch.where((x - target < within) & (target - x < below), target, x)
 
 
-# ---- a sampler's draws: N(mu, sigma), independent across rows, dimensions and calls ------------
-# (draws() says how, and why.)
-REFUSAL = 1e-6  # the chance, at most, that a right sampler is refused, per function
-DRAWING_CASES = 2  # the cases of Agent.get_action_and_value that draw: they share REFUSAL
+# ---- a sampler: torch's draws from the seeded stream, then N(mu, sigma)'s statistics ---------
+# A sampling case seeds torch's global generator, calls the method twice (the stream going on
+# between the calls), and compares every action, element by element, with the script's own from
+# the same seed: that is the verdict (two_calls() says why). draws() only explains a refusal: do
+# the draws at least look like N(mu, sigma), independent across rows, dimensions and calls?
+REFUSAL = 1e-6  # the chance, at most, that draws() calls a true N(mu, sigma) sampler's draws
+# otherwise, per function: which line a refused sampler gets, never whether it is refused
+DRAWING_CASES = 2  # the cases of Agent.get_action_and_value that run draws(): they share REFUSAL
 SLACK = 1e-3  # float32's rounding of a and mu in z (about 1e-6), far above it
 
 
@@ -177,7 +183,9 @@ def draw_tests(dims):
 
 def thresholds(calls, rows, dims):
     """{statistic: (how far above its target it may be, how far below)}, for `calls` calls'
-    draws of `rows` rows and `dims` dimensions, at each test's share of REFUSAL."""
+    draws of `rows` rows and `dims` dimensions, at each test's share of REFUSAL. They decide
+    which line a sampler that does not draw torch's numbers gets, never a verdict: the script's
+    draws are fixed by the case's seed and pass every test."""
     x = math.log(2 * draw_tests(dims) * DRAWING_CASES / REFUSAL)  # a test refuses: <= 2 e^-x
     n = calls * rows  # the draws of one dimension
     k = n - 1  # their variance's degrees of freedom
@@ -227,18 +235,21 @@ def draws(actions, mu, sigma):
     target or, past its threshold, as it is: (means, stds, KS distances, [the two ways of
     neighbouring rows], [each pair of dimensions], the calls' cosine).
 
-    A ✓ for a sampler means the script's distribution. The child draws from the grader's random
-    state (each case seeded), and the grader tests what comes back: z = (a - mu) / sigma of two
-    calls on the same x must look like independent N(0, 1) numbers. Both, because neither alone
-    is enough: comparing draws one by one would refuse right samplers that use the stream in
-    another order (a loop over rows, float64 draws, numpy's generator); a test of the draws
-    alone could not make the verdict the same on every run. With the state given, the script's
-    Normal(mu, sigma).sample(), mu + sigma * torch.randn_like(mu) and torch.normal(mu, sigma)
-    draw the same numbers from one seed here (torch 2.x on a CPU: normal_(0, 1), then * sigma
-    + mu) and pass on every run; any other right sampler passes but with a chance of at most
-    REFUSAL, shared by the function's tests (a union bound): 10 tests a case in 2 dimensions,
-    2 cases, so each test refuses a right sampler with a chance of at most 5e-8, and all 20
-    together 1e-6. Each test's threshold is a tail bound that holds for every n:
+    A diagnostic, not the verdict. A sampler passes only if its actions are torch's draws from
+    the seeded state (two_calls()); these statistics say, of one that is not, whether its draws
+    at least look like independent N(mu, sigma) numbers: its line names the statistic that
+    fails, or says that the draws look N(mu, sigma) but are not torch's (LOOKS, TORCHS). No
+    finite set of statistics could be the verdict: a fixed table of normal quantiles shuffled by
+    a call counter, rows 4k + 2 and 4k + 3 the negatives of rows 4k and 4k + 1, mu itself unless
+    the batch is large, a second call that replays the first rolled by a row, one dimension the
+    other in reverse row order, or torch.manual_seed(counter) on every call pass all of these
+    tests (exercises/test_exercises.py has each); only the script's own draws from the given
+    state cannot be matched by a constructed sequence.
+
+    REFUSAL is shared by the function's tests (a union bound): 10 tests a case in 2 dimensions,
+    2 cases, so each test calls true N(mu, sigma) draws otherwise with a chance of at most 5e-8,
+    and all 20 together 1e-6 (then such a sampler's line names a statistic, not the named
+    mistake). Each test's threshold is a tail bound that holds for every n:
       the mean of n draws is N(0, 1/n):             P(|mean| > c) <= 2 exp(-n c^2 / 2)
       their variance, (n - 1) s^2 ~ chi^2_{n-1}:    Laurent and Massart (2000), Lemma 1
       the Kolmogorov-Smirnov distance D_n to N(0, 1): P(D_n > t) <= 2 exp(-2 n t^2) (Massart)
@@ -279,14 +290,53 @@ def expected_draws(dims):
     return ([0.0] * dims, [1.0] * dims, [0.0] * dims, [0.0, 0.0], [0.0] * pairs, 0.0)
 
 
-def two_calls(fn, agent, x, size):
-    """fn(agent, x) twice, the random stream going on between them: (the first call's result,
-    both calls' actions), each refused unless of shape (size, 2)."""
-    first = fn(agent, x.clone())
-    second = fn(agent, x.clone())
+SAMPLE = "Agent.get_action_and_value"
+TORCHS = (
+    "whether each call's actions are torch's draws from the seeded stream, element by element"
+    " (1.0) or not (0.0)"
+)
+LOOKS = (  # before TORCHS, where draws() ran: what a refused sampler's draws at least are
+    "the draws look N(mu, sigma) (z = (a - mu) / sigma passed every test of independent N(0, 1)"
+    " numbers); "
+)
+
+
+def two_calls(fn, agent, x, seed):
+    """fn(agent(), x) twice after torch.manual_seed(seed), the stream going on between them, and
+    the script's own method twice from the same state: (fn's first result, both calls' actions,
+    [for each call 1.0 where its actions are the script's, else 0.0]). An action is refused
+    unless of shape (len(x), 2). agent() makes a new copy of the case's agent.
+
+    The script's --seed seeds torch's generator, and from the seeded state its
+    Normal(mu, sigma).sample(), .rsample(), mu + sigma * torch.randn_like(mu),
+    torch.normal(mu, sigma) and mu + sigma * torch.randn(mu.shape) all draw the same numbers
+    (torch 2.x on a CPU: normal_(0, 1) on the whole batch, then * sigma + mu). So a right
+    sampler matches the script's actions, each to RTOL of its size plus FLOOR times the largest,
+    on every run: it is never refused. A sampler that draws otherwise (from numpy or Python's
+    random, a row at a time, in float64, a generator of its own) is refused every time, by
+    design: the draws from the given state are the one verdict that no constructed sequence can
+    meet without being the script's sampler (draws() lists constructed ones that pass every
+    statistic)."""
+    size = len(x)
+    script_method = own("ppo_continuous", SAMPLE)
+    with seeded(seed):
+        script_actions = [script_method(agent(), x.clone())[0] for _ in range(2)]
+    student = agent()
+    with seeded(seed):
+        first = fn(student, x.clone())
+        second = fn(student, x.clone())
     for result in (first, second):
         alike(result[0], (size, 2), "the action")
-    return first, [first[0], second[0]]
+    actions = [first[0], second[0]]
+    return first, actions, [torchs(a, m) for a, m in zip(actions, script_actions, strict=True)]
+
+
+def torchs(action, script_action):
+    """1.0 where every element of action is the script's, to RTOL of its size plus FLOOR times
+    the largest (close()'s tolerance, as a tensor), else 0.0."""
+    floor = FLOOR * max(1.0, float(script_action.abs().max()))
+    gap = (action.double() - script_action.double()).abs()
+    return float(bool((gap <= RTOL * script_action.double().abs() + floor).all()))
 
 
 # ---- discounted_returns(rewards, dones, gamma, last_value=None) ---------------------------------
@@ -654,11 +704,13 @@ def get_action_and_value_cases():
             _, logp, entropy, value = fn(agent, torch.randn(2, 3), t(GAUSSIAN["actions"]))
         return logp, entropy, list(value.shape)
 
-    def sampled(fn):  # z = (a - mu) / sigma of two calls: independent N(0, 1) draws
-        agent = fresh("gaussian", gaussian_agent)
+    def sampled(fn):  # torch's draws from the seed, then z = (a - mu) / sigma's statistics
+        x = torch.randn(20_000, 3, generator=gen(1))
         with torch.no_grad():
-            _, actions = two_calls(fn, agent, torch.randn(20_000, 3), 20_000)
-        return draws(actions, t(GAUSSIAN["mean"]), t(GAUSSIAN["std"]))
+            _, actions, torch_draws = two_calls(
+                fn, lambda: fresh("gaussian", gaussian_agent), x, 101
+            )
+        return (*draws(actions, t(GAUSSIAN["mean"]), t(GAUSSIAN["std"])), torch_draws)
 
     inputs = f"mu={GAUSSIAN['mean']}, sigma={GAUSSIAN['std']}, actions={GAUSSIAN['actions']}"
     expected = (GAUSSIAN_EXPECTED["logprob"], GAUSSIAN_EXPECTED["entropy"], [2, 1])
@@ -667,11 +719,12 @@ def get_action_and_value_cases():
             "(log pi(a|s), entropy, V's shape), summed over action dims", inputs, scored, expected
         ),
         Case(
-            "20,000 draws, in two calls: z = (a - mu) / sigma, independent N(0, 1) numbers",
+            "20,000 draws in two calls from torch.manual_seed(101): z = (a - mu) / sigma as"
+            " independent N(0, 1) numbers, then the actions as torch's own draws",
             f"mu={GAUSSIAN['mean']}, sigma={GAUSSIAN['std']}, x float32 (20000, 3), action None",
             sampled,
-            expected_draws(2),
-            parts=DRAW_PARTS,
+            (*expected_draws(2), [1.0, 1.0]),
+            parts=(*DRAW_PARTS, LOOKS + TORCHS),
         ),
     ]
 
@@ -902,36 +955,53 @@ def get_action_and_value_random():
         parts = ("log pi(a|x)", "entropy", "V(x)") if what == "values" else ()
         return against("ppo_continuous", "Agent.get_action_and_value", label, inputs, call, parts)
 
-    def sampled(seed, size=20_000):
+    def sampled(seed, size):
+        """Two calls on `size` rows from torch.manual_seed(100 + seed): log pi and V of the
+        first call's action against the script's; on 20,000 rows, z's statistics; then whether
+        the actions are torch's draws."""
         x = torch.randn(size, 3, generator=gen(seed))
+        big = size > 1_000  # enough rows for draws()' statistics
 
-        def call(fn):  # log pi and V of the action drawn, then the draws of two calls
-            agent = fresh(("input", seed), lambda: input_agent(seed))
-            with seeded(seed), torch.no_grad():
+        def agent_copy():
+            return fresh(("input", seed), lambda: input_agent(seed))
+
+        def call(fn):
+            agent = agent_copy()
+            with torch.no_grad():
                 mu, sigma = agent.actor_mean(x), agent.actor_logstd.exp().expand(size, 2)
-                (action, logprob, _, value), actions = two_calls(fn, agent, x, size)
-                _, own_logprob, _, own_value = own("ppo_continuous", "Agent.get_action_and_value")(
-                    agent, x, action
-                )
+                first, actions, torch_draws = two_calls(fn, agent_copy, x, 100 + seed)
+                action, logprob, _, value = first
+                _, own_logprob, _, own_value = own("ppo_continuous", SAMPLE)(agent, x, action)
                 alike(logprob, own_logprob.shape, "log pi(a|x)")
                 alike(value, own_value.shape, "V(x)")
             return (
                 near((logprob - own_logprob).abs().max(), 0.0, 1e-4),
                 near((value - own_value).abs().max(), 0.0, 1e-4),
-                *draws(actions, mu, sigma),
+                *(draws(actions, mu, sigma) if big else ()),
+                torch_draws,
             )
 
+        rows = (
+            f"{size:,} draws"
+            if big
+            else f"{size} row{'s' * (size > 1)} (train()'s, --num-envs {size})"
+        )
         label = (
-            f"an agent whose layers depend on x, seed {seed}, {size:,} draws in two calls: "
-            "(|log pi - the script's|, |V - the script's|, then z = (a - mu(x)) / sigma, "
-            "independent N(0, 1) numbers)"
+            f"an agent whose layers depend on x, seed {seed}, {rows} in two calls from"
+            f" torch.manual_seed({100 + seed}): (|log pi - the script's|, |V - the script's|, "
+            + ("z = (a - mu(x)) / sigma as independent N(0, 1) numbers, " if big else "")
+            + "the actions as torch's own draws)"
         )
         inputs = f"x float32 ({size}, 3) ~ N(0, 1), action None"
-        parts = ("|log pi - the script's|", "|V - the script's|", *DRAW_PARTS)
-        return Case(label, inputs, call, (0.0, 0.0, *expected_draws(2)), "random", parts)
+        parts = ("|log pi - the script's|", "|V - the script's|")
+        parts += (*DRAW_PARTS, LOOKS + TORCHS) if big else (TORCHS,)
+        statistics = expected_draws(2) if big else ()
+        expected = (0.0, 0.0, *statistics, [1.0, 1.0])
+        return Case(label, inputs, call, expected, "random", parts)
 
     whats = ("values", "log pi", "entropy", "V")
-    return [draw(seed, size, w) for seed, size in ((1, 7), (2, 12)) for w in whats] + [sampled(3)]
+    given = [draw(seed, size, w) for seed, size in ((1, 7), (2, 12)) for w in whats]
+    return given + [sampled(3, 20_000), sampled(4, 16), sampled(5, 1)]
 
 
 def running_norm_update_random():
@@ -1136,7 +1206,7 @@ EXERCISES = {  # rung: {name in the script: (cases, one-line hint)}
     "ppo_continuous": {
         "Agent.get_action_and_value": (
             both(get_action_and_value_cases, get_action_and_value_random),
-            "a Normal(mean, exp(logstd)); sum log-prob and entropy over the last dim",
+            "Normal(mean, exp(logstd)).sample(); sum log-prob and entropy over the last dim",
         ),
         "RunningNorm.update": (
             both(running_norm_update_cases, running_norm_update_random),
@@ -1262,15 +1332,24 @@ def _clip_v_itself(values, returns, old_values=None, clip_coef=None):
     return loss.mean()
 
 
-def _gaussian(self, x, action=None, reduce="sum", again=False, detach=(), critic=True):
+def _gaussian(
+    self, x, action=None, reduce="sum", again=False, detach=(), critic=True, sampler=None
+):
     """ppo_continuous's get_action_and_value, with a mistake: reduce, the log-prob's and
     entropy's reduction over the action dimensions; again, x normalized a second time;
-    detach, the parts cut from the graph ("mean", "std", "value")."""
+    detach, the parts cut from the graph ("mean", "std", "value"); sampler, N(mu, sigma)
+    drawn otherwise than torch's Normal.sample() from the given state ("own": a generator of
+    its own, as numpy's or Python's random; "rows": a row at a time)."""
     seen = self.obs_norm(x) if again else x
     mean = self.actor_mean(seen)
     std = self.actor_logstd.exp().expand_as(mean)
     mean, std = (p.detach() if n in detach else p for n, p in (("mean", mean), ("std", std)))
     dist = torch.distributions.Normal(mean, std, validate_args=False)
+    if action is None and sampler == "own":
+        stream = torch.Generator().manual_seed(int(torch.randint(2**62, ())))
+        action = (mean + std * torch.randn(mean.shape, generator=stream)).detach()
+    elif action is None and sampler == "rows":
+        action = torch.stack([torch.normal(m, s) for m, s in zip(mean, std, strict=True)])
     action = dist.sample() if action is None else action
     logp, entropy = dist.log_prob(action), dist.entropy()
     if reduce:
@@ -1322,6 +1401,11 @@ def _no_ceiling_lr(lr, kl, target_kl, max_lr):
 HALF = (  # v_loss = 0.5 * ((newvalue - b_returns) ** 2).mean(), or 0.5 * v_loss_max.mean()
     "CleanRL's 1/2 (its v_loss = 0.5 * (...).mean()): this script's L_V has none, the mean of"
     " the squared errors as it is"
+)
+NOT_TORCHS = (  # a sampler whose actions are not torch's from the seed, N(mu, sigma) or not
+    "the draws are not the ones torch's generator gives from the seed; the scripts' --seed seeds"
+    " torch's generator, and the grader knows a sampler by its draws: draw with"
+    " Normal(mu, sigma).sample() as the script does"
 )
 MISTAKES = {  # name: [(the mistake in words, a wrong version)]
     "discounted_returns": [
@@ -1418,6 +1502,10 @@ MISTAKES = {  # name: [(the mistake in words, a wrong version)]
             "V(x) detached: the value loss cannot train the critic",
             lambda s, x, a=None: _gaussian(s, x, a, detach=("value",)),
         ),
+        # Two ways to the same words: a sampler of its own never matches torch's draws; a row
+        # at a time (or in float64) matches them on one row alone, where torch draws the same.
+        (NOT_TORCHS, lambda s, x, a=None: _gaussian(s, x, a, sampler="own")),
+        (NOT_TORCHS, lambda s, x, a=None: _gaussian(s, x, a, sampler="rows")),
     ],
     "RunningNorm.update": [
         ("the batch's statistics replace the running ones: earlier batches forgotten", _overwrite),

@@ -84,7 +84,7 @@ class Agent(nn.Module):
         uses this method to score the batch's actions. The action dimensions are independent,
         so the log-prob and the entropy are sums over them, of shape (B,). V(x) is (B, 1)."""
         raise NotImplementedError(
-            "a Normal(mean, exp(logstd)); sum log-prob and entropy over the last dim"
+            "Normal(mean, exp(logstd)).sample(); sum log-prob and entropy over the last dim"
         )
 
 

@@ -1144,7 +1144,10 @@ SAMPLER = """
             action = {draw}
         return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
 """
-DRAW_CASE = "20,000 draws, in two calls: z = (a - mu) / sigma, independent N(0, 1) numbers: "
+DRAW_CASE = (
+    "20,000 draws in two calls from torch.manual_seed(101): z = (a - mu) / sigma as independent"
+    " N(0, 1) numbers, then the actions as torch's own draws: "
+)
 SAMPLERS = {  # a sampler of Agent.get_action_and_value -> the part of the case it fails
     "mu + sigma, then mu - sigma": (
         "mean + std * torch.tensor([1.0, -1.0]).repeat(len(mean) // 2).view(-1, 1)",
@@ -1171,9 +1174,10 @@ SAMPLERS = {  # a sampler of Agent.get_action_and_value -> the part of the case 
 
 
 @pytest.mark.parametrize("sampler", list(SAMPLERS))
-def test_a_sampler_passes_only_if_its_draws_are_the_scripts_gaussian(sampler, tmp_path, capsys):
-    """mean and std alone let a deterministic or a uniform "sample" pass: the case tests the
-    draws of two calls against independent N(0, 1) numbers (cases.draws)."""
+def test_a_sampler_not_gaussian_is_told_which_statistic_its_draws_fail(sampler, tmp_path, capsys):
+    """A sampler whose draws are not torch's is refused; where they are not even independent
+    N(mu, sigma) numbers, the line names the statistic that shows it (cases.draws), before the
+    comparison with torch's draws, and no named mistake."""
     draw, part = SAMPLERS[sampler]
     path = tmp_path / "ppo_continuous.py"
     source = SAMPLER.format(draw=draw)
@@ -1181,34 +1185,187 @@ def test_a_sampler_passes_only_if_its_draws_are_the_scripts_gaussian(sampler, tm
     code, lines = grade("ppo_continuous", path, capsys)
     assert code == 1 and lines[-1] == "2 of 3 functions passed", lines
     assert lines[0].startswith(f"✗ Agent.get_action_and_value: {DRAW_CASE}"), lines[0]
-    assert f": {part}" in lines[0], lines[0]
+    assert f": {part}" in lines[0] and exercise_cases.NOT_TORCHS not in lines[0], lines[0]
 
 
-@pytest.mark.parametrize(
-    "draw",
-    [
-        "dist.sample()",
-        "mean + std * torch.randn_like(mean)",
-        "torch.normal(mean, std)",
-        "torch.stack([torch.normal(m.double(), s.double()) for m, s in zip(mean, std)]).float()",
-    ],
-    ids=["Normal.sample", "randn_like", "torch.normal", "a row at a time, in float64"],
-)
-def test_right_samplers_pass_the_draws_case(draw, tmp_path, capsys):
+TORCH_FORMS = {  # from the seeded state, each draws the script's numbers: never refused
+    "Normal.sample": "dist.sample()",
+    "Normal.rsample": "dist.rsample()",
+    "randn_like": "mean + std * torch.randn_like(mean)",
+    "torch.normal": "torch.normal(mean, std)",
+    "randn of mu's shape": "mean + std * torch.randn(mean.shape)",
+}
+
+
+@pytest.mark.parametrize("draw", list(TORCH_FORMS.values()), ids=list(TORCH_FORMS))
+def test_torchs_samplers_pass_every_time(draw, tmp_path, capsys):
+    """Each of torch's forms draws the script's numbers from the state given (torch 2.x on a
+    CPU), on 20,000 rows and on train()'s 16 and 1: a ✓ that no run can take away."""
     path = tmp_path / "ppo_continuous.py"
     source = SAMPLER.format(draw=draw)
     path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
     code, lines = grade("ppo_continuous", path, capsys)
-    assert code == 0 and lines[0].startswith("✓ Agent.get_action_and_value: 11 cases"), lines
+    assert code == 0 and lines[0].startswith("✓ Agent.get_action_and_value: 13 cases"), lines
 
 
-def test_the_draws_thresholds_keep_a_right_samplers_refusal_under_one_in_a_million():
-    """The tests' tail bounds, summed over every test of the function's drawing cases, are
-    REFUSAL; and 20 draws of a right sampler's statistics from other seeds each pass."""
+def test_torchs_forms_draw_the_same_numbers_from_one_seed():
+    """What the grader relies on, checked here on this torch: the five forms give the same
+    numbers, bit for bit, from one seed, twice in a row, on 1, 16 and 20,000 rows."""
+    for rows in (1, 16, 20_000):
+        mean = torch.randn(rows, 2, generator=torch.Generator().manual_seed(rows))
+        std = torch.tensor([1.0, 0.5]).expand(rows, 2)
+        dist = torch.distributions.Normal(mean, std)
+        found = []
+        for draw in TORCH_FORMS.values():
+            torch.manual_seed(7)
+            names = dict(torch=torch, mean=mean, std=std, dist=dist)
+            found.append([eval(draw, names) for _ in range(2)])  # the table above's text
+        for other in found[1:]:
+            assert all(torch.equal(a, b) for a, b in zip(found[0], other, strict=True)), rows
+
+
+NOT_TORCHS_SAMPLERS = {  # N(mu, sigma) draws, but not torch's from the given state
+    "numpy": "mean + std * torch.as_tensor(np.random.normal(size=tuple(mean.shape)),"
+    " dtype=torch.float32)",
+    "Python's random": "mean + std * torch.tensor([[random.gauss(0.0, 1.0) for _ in range(2)]"
+    " for _ in range(len(mean))])",
+    "a row at a time": "torch.stack([torch.normal(m, s) for m, s in zip(mean, std)])",
+    "a row at a time, in float64": "torch.stack([torch.normal(m.double(), s.double())"
+    " for m, s in zip(mean, std)]).float()",
+    "float64": "torch.normal(mean.double(), std.double()).float()",
+}
+
+
+@pytest.mark.parametrize("draw", list(NOT_TORCHS_SAMPLERS.values()), ids=list(NOT_TORCHS_SAMPLERS))
+def test_a_gaussian_sampler_not_torchs_is_refused_with_the_named_mistake(draw, tmp_path, capsys):
+    """Draws from numpy or Python's random, a row at a time, or in float64: N(mu, sigma), but
+    not the script's numbers from the seed (torch draws a float32 batch of 16 numbers or more
+    in a way of its own, a row of 2 or a float64 tensor in another). Refused every time, by
+    design, with the line that says so (a row at a time and float64 match torch on 1 row: the
+    named mistake has that version too). The statistics, a diagnostic, say that the draws look
+    N(mu, sigma): true N(mu, sigma) draws are told otherwise with a chance of at most REFUSAL."""
+    path = tmp_path / "ppo_continuous.py"
+    source = SAMPLER.format(draw=draw).replace(
+        "import math\n", "import math\n        import random\n\n        import numpy as np\n"
+    )
+    path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
+    code, lines = grade("ppo_continuous", path, capsys)
+    assert code == 1 and lines[-1] == "2 of 3 functions passed", lines
+    assert lines[0].startswith(f"✗ Agent.get_action_and_value: {DRAW_CASE}"), lines[0]
+    looks = exercise_cases.LOOKS + exercise_cases.TORCHS
+    assert lines[0].endswith(
+        f": {looks}: expected [1.0, 1.0], got [0.0, 0.0]: {exercise_cases.NOT_TORCHS}"
+    ), lines[0]
+
+
+# The six wrong samplers of issue 81's attack (each passed the statistics alone): their bodies
+# as the attacker wrote them, after the script's mean, std and dist.
+ATTACKS = {  # name -> (the body that sets action, where it is refused, what came back)
+    # no randomness at all: a fixed table of N(0, 1) quantiles, shuffled by a call counter
+    "quantiles": (
+        """
+            global CALLS
+            CALLS = globals().get("CALLS", 0) + 1
+            n = mean.numel()
+            q = torch.special.ndtri((torch.arange(n, dtype=torch.float64) + 0.5) / n)
+            g = torch.Generator().manual_seed(1234 + CALLS)
+            z = q[torch.randperm(n, generator=g)].view_as(mean).to(mean.dtype)
+            action = mean + std * z
+""",
+        DRAW_CASE,
+        "[0.0, 0.0]",
+    ),
+    # rows 4k + 2, 4k + 3 the negatives of rows 4k, 4k + 1 (antithetic at lag 2)
+    "antithetic_lag2": (
+        """
+            b = mean.shape[0]
+            z = torch.randn(((b + 3) // 4) * 2, mean.shape[1]).view(-1, 2, mean.shape[1])
+            z = torch.cat([z, -z], 1).reshape(-1, mean.shape[1])[:b]
+            action = mean + std * z
+""",
+        DRAW_CASE,
+        "[0.0, 0.0]",
+    ),
+    # mu itself unless the batch has 1,000 rows: a deterministic policy in train()
+    "mean_unless_large": (
+        """
+            if mean.shape[0] >= 1000:
+                action = dist.sample()
+            else:
+                action = mean.detach().clone()
+""",
+        "an agent whose layers depend on x, seed 4, 16 rows (train()'s, --num-envs 16) in two"
+        " calls from torch.manual_seed(104): ",
+        "[0.0, 0.0]",
+    ),
+    # the second call's draws are the first call's, rolled by one row
+    "replayed_calls": (
+        """
+            global LAST
+            if globals().get("LAST") is not None and LAST.shape == mean.shape:
+                z, LAST = LAST.roll(1, 0), None
+            else:
+                z = torch.randn_like(mean)
+                LAST = z
+            action = mean + std * z
+""",
+        DRAW_CASE,
+        "[1.0, 0.0]",
+    ),
+    # dimension 1 is dimension 0's draws in reverse row order
+    "dims_mirrored": (
+        """
+            z0 = torch.randn(mean.shape[0], 1)
+            z = torch.cat([z0, z0.flip(0)], 1)[:, : mean.shape[1]]
+            action = mean + std * z
+""",
+        DRAW_CASE,
+        "[0.0, 0.0]",
+    ),
+    # torch.manual_seed(a call counter) on every call
+    "reseeds": (
+        """
+            global SEED
+            SEED = globals().get("SEED", 0) + 1
+            torch.manual_seed(SEED)
+            action = dist.sample()
+""",
+        DRAW_CASE,
+        "[0.0, 0.0]",
+    ),
+}
+ATTACK = """
+    def get_action_and_value(self, x, action=None):
+        mean = self.actor_mean(x)
+        std = self.actor_logstd.exp().expand_as(mean)
+        dist = Normal(mean, std, validate_args=False)
+        if action is None:
+{body}
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
+"""
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_the_attacks_wrong_samplers_are_refused_by_torchs_draws(attack, tmp_path, capsys):
+    """Each passes every statistic of cases.draws(); each is refused by the comparison with the
+    script's draws from the same seed, on 20,000 rows or on train()'s 16."""
+    body, case, got = ATTACKS[attack]
+    path = tmp_path / "ppo_continuous.py"
+    source = ATTACK.format(body=body.strip("\n"))
+    path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
+    code, lines = grade("ppo_continuous", path, capsys)
+    assert code == 1 and lines[-1] == "2 of 3 functions passed", lines
+    assert lines[0].startswith(f"✗ Agent.get_action_and_value: {case}"), lines[0]
+    assert f"{exercise_cases.TORCHS}: expected [1.0, 1.0], got {got}" in lines[0], lines[0]
+
+
+def test_the_draws_thresholds_misjudge_true_gaussian_draws_under_one_in_a_million():
+    """The diagnostic's tail bounds, summed over every test of the function's cases that run
+    it, are REFUSAL; and 20 draws of N(mu, sigma) from other seeds each pass them."""
     drawing = [
         case
         for case in exercise_cases.EXERCISES["ppo_continuous"]["Agent.get_action_and_value"][0]()
-        if "draws" in case.label
+        if "independent N(0, 1)" in case.label  # draws() runs there: 20,000 rows
     ]
     assert len(drawing) == exercise_cases.DRAWING_CASES == 2
     assert exercise_cases.REFUSAL == 1e-6 and exercise_cases.draw_tests(2) == 10
