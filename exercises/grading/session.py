@@ -6,8 +6,8 @@ through RemoteCall); answers_of() runs a student's files, one child at a time, a
 answers.
 
 It relies on base.py (the limits), verdicts.py (answer(), the scripts' own answers),
-accounting.py (the cgroup, the CPU time), handins.py (a notebook's template), and on the Sandbox
-that sandbox.py makes, which it is given."""
+accounting.py (the cgroup, the CPU time), handins.py (a notebook's template), exercises/runner.py
+(the messages both sides read), and on the Sandbox that sandbox.py makes, which it is given."""
 
 import contextlib
 import inspect

@@ -6,8 +6,8 @@ in words, mistake() names the known mistake that explains every case, and verdic
 give the line printed for a function. check() grades a function of this process (the script's
 own, a planted mistake), never a student's.
 
-It relies on base.py and on exercises/cases.py (the cases, the scripts' own functions, the known
-mistakes)."""
+It relies on base.py, on exercises/cases.py (the cases, the scripts' own functions, the known
+mistakes) and on exercises/runner.py (the forms of what a child sends back)."""
 
 import inspect
 import math
