@@ -2478,7 +2478,8 @@ def test_the_graders_files_each_read_alone():
 
 
 def test_without_a_sandbox_a_class_is_refused_and_a_student_is_told(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(classroom, "sandbox", lambda *private: None)
+    for module in (classroom, command_line):  # the folder mode's, and one file's
+        monkeypatch.setattr(module, "sandbox", lambda *private: None)
     folder = tmp_path / "handed_in"
     folder.mkdir()
     (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
