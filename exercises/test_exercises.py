@@ -2678,7 +2678,7 @@ def test_the_doctor_says_what_this_machine_gives_grading_one_line_an_item(
     assert done.stderr == "" and [line[2:].split(":")[0] for line in lines] == DOCTOR, lines
     assert all(line[:2] in ("✓ ", "✗ ") for line in lines)
     assert (lines[3][:2] == "✓ ") == (sandbox.sandbox() is not None)
-    monkeypatch.setattr(shutil.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setattr(command_line, "sandbox", lambda: None)
     code, lines = grade_args(capsys, "--doctor")
     assert code == 1 and len(lines) == len(DOCTOR)
@@ -3250,7 +3250,7 @@ def test_a_compile_bomb_is_on_its_students_time_not_the_graders(tmp_path, capsys
     nbformat.write(nb, folder / "bombnb.ipynb")
     for module in GRADING:  # the builtin, in each file of the grader
         monkeypatch.setattr(module, "compile", never_a_bomb(compile), raising=False)
-    monkeypatch.setattr(ast.ast, "parse", never_a_bomb(ast.parse))
+    monkeypatch.setattr(ast, "parse", never_a_bomb(ast.parse))
     argv = ["ppo_gae", "--folder", str(folder), "--time-limit", "1", "--csv", str(table)]
     code, lines = grade_args(capsys, *argv)
     assert code == 1 and lines[1:] == [
@@ -3705,7 +3705,7 @@ def test_the_csv_path_is_a_file_of_the_graders_own_and_claimed_before_anyone_is_
         replaced.append(str(target))
         raise PermissionError(1, "not in this test")
 
-    monkeypatch.setattr(os.os, "replace", refused)
+    monkeypatch.setattr(os, "replace", refused)
     folder = tmp_path / "handed_in"
     folder.mkdir()
     (folder / "ada.py").write_text(exercise_maker.exercise("vpg"))
