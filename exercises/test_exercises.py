@@ -11,6 +11,7 @@ Run: python -m pytest -q exercises/test_exercises.py
      reward-to-go check in the grader; the answers in words of exercises.ipynb.
 """
 
+import ast
 import csv
 import inspect
 import itertools
@@ -32,14 +33,30 @@ from pathlib import Path
 
 # exercises/ is on the path (conftest.py puts it there, after the repository)
 import cases as exercise_cases  # exercises/cases.py: the hand-worked case table
-import check as grader  # exercises/check.py
+import check as entry_point  # exercises/check.py: the command, and its re-exports
 import make as exercise_maker  # exercises/make.py
 import numpy as np
 import pytest
+import runner  # exercises/runner.py: the grader's child
 import torch
+from grading import (  # exercises/grading/: the grader, a file a part
+    accounting,
+    base,
+    classroom,
+    command_line,
+    handins,
+    notebook,
+    sandbox,
+    session,
+    verdicts,
+)
 
 import ppo_gae
 from conftest import HANG, ROOT, beside_python, cli, flags, notebook_problems
+
+# The grader's files in the order exercises/grading/__init__.py lists them: each imports only
+# those before it
+GRADING = (base, verdicts, sandbox, accounting, handins, session, classroom, command_line, notebook)
 
 # ----------------------------------------------------------------------------------------------
 # 1. Exercises (exercises/): generated from the scripts, the grader, its planted mistakes
@@ -49,7 +66,7 @@ from conftest import HANG, ROOT, beside_python, cli, flags, notebook_problems
 def grade(rung, path, capsys, *argv):
     """exercises/check.py RUNG --file PATH [ARGV]: (exit status, its lines)."""
     try:
-        code = grader.main([rung, "--file", str(path), *argv])
+        code = command_line.main([rung, "--file", str(path), *argv])
     except SystemExit as stop:
         code = stop.code
     out = capsys.readouterr()
@@ -63,7 +80,7 @@ def test_the_exercises_are_generated_from_the_scripts():
         text = (ROOT / "exercises" / f"{rung}.py").read_text()
         assert text.count("raise NotImplementedError(") == len(blanks), rung
         for name in blanks:  # the script's own signature and docstring
-            fn = grader.find(exercise_cases.script(rung), name)
+            fn = runner.find(exercise_cases.script(rung), name)
             head = inspect.getsource(fn).split('"""')[:2]
             assert '"""'.join(head) in text, name
 
@@ -1446,14 +1463,14 @@ def test_every_case_keeps_to_the_contract_the_docstring_states():
     """A right answer that relies on train()'s contract passes: each case's inputs are checked
     against it on the way in to the script's own function."""
     for (rung, name), keeps in CONTRACTS.items():
-        own, broken = grader.find(exercise_cases.script(rung), name), []
+        own, broken = runner.find(exercise_cases.script(rung), name), []
 
         def strict(*args, own=own, keeps=keeps, broken=broken, **kwargs):
             if not keeps(*args, **kwargs):
                 broken.append(args)
             return own(*args, **kwargs)
 
-        passed, line = grader.check(rung, name, strict)
+        passed, line = verdicts.check(rung, name, strict)
         assert passed and broken == [], (line, broken[:1])
 
 
@@ -1501,20 +1518,18 @@ def test_a_loop_is_ended_once_it_has_used_its_cpu_time(loop, tmp_path):
     process that the function waits for, is killed once it has used its limit, a few polls
     late at most."""
     text = wrong_file("reinforce", "discounted_returns", CPU_LOOPS[loop])
-    bwrap = grader.sandbox()
-    session = grader.Session(1.0, grader.MEMORY_LIMIT, bwrap, [grader.RECEIVED_LIMIT])
+    bwrap = sandbox.sandbox()
+    child = session.Session(1.0, base.MEMORY_LIMIT, bwrap, [base.RECEIVED_LIMIT])
     try:
-        session.rung = "reinforce"
-        loading = session.deadline(30.0, time.monotonic() + 120, "late")
-        assert (
-            session.ask(["load", grader.hand_in("reinforce", text)], loading, "loaded")[1] is None
-        )
-        deadline = session.deadline(1.0, time.monotonic() + 120, "late")
-        with pytest.raises(grader.Stop, match="^time$"):
-            grader.grade_function(session, "reinforce", "discounted_returns", deadline)
-        assert deadline.cpu <= session.spent < deadline.cpu + 0.5, (deadline.cpu, session.spent)
+        child.rung = "reinforce"
+        loading = child.deadline(30.0, time.monotonic() + 120, "late")
+        assert child.ask(["load", session.hand_in("reinforce", text)], loading, "loaded")[1] is None
+        deadline = child.deadline(1.0, time.monotonic() + 120, "late")
+        with pytest.raises(base.Stop, match="^time$"):
+            session.grade_function(child, "reinforce", "discounted_returns", deadline)
+        assert deadline.cpu <= child.spent < deadline.cpu + 0.5, (deadline.cpu, child.spent)
     finally:
-        session.close()
+        child.close()
 
 
 SLEEPS = """    if not hasattr(time, "slept"):  # once: 1.5 s on the clock, no CPU time
@@ -1528,11 +1543,11 @@ def test_a_sleep_costs_no_cpu_time_and_the_wall_clock_ends_one_that_never_wakes(
     """--time-limit 1: discounted_returns sleeps 1.5 s, past its limit on the clock but with
     no CPU time used, and passes; reinforce_loss sleeps for ever and is ended by the backstop,
     5 times the limit here (10 times and 5 s by default), with a line that says so."""
-    monkeypatch.setattr(grader, "WALL_TIMES", 5)
-    monkeypatch.setattr(grader, "WALL_MORE", 0.0)
+    monkeypatch.setattr(session, "WALL_TIMES", 5)
+    monkeypatch.setattr(session, "WALL_MORE", 0.0)
 
     def own_and_head(name):
-        source = inspect.getsource(grader.find(exercise_cases.script("reinforce"), name))
+        source = inspect.getsource(runner.find(exercise_cases.script("reinforce"), name))
         return source, source[: source.index('"""', source.index('"""') + 3) + 3] + "\n"
 
     returns, head = own_and_head("discounted_returns")
@@ -1568,11 +1583,11 @@ def test_right_answers_pass_beside_two_cpu_burners(capsys):
 
 def test_the_graders_help_says_the_time_limit(capsys):
     with pytest.raises(SystemExit) as exc:
-        grader.main(["--help"])
+        command_line.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert exc.value.code == 0 and "--time-limit SECONDS" in text
-    assert f"Each function gets {grader.TIME_LIMIT:g} s for all its cases" in text
-    assert 1 <= grader.TIME_LIMIT <= 10 and "--folder DIR" in text and "--csv PATH" in text
+    assert f"Each function gets {base.TIME_LIMIT:g} s for all its cases" in text
+    assert 1 <= base.TIME_LIMIT <= 10 and "--folder DIR" in text and "--csv PATH" in text
     assert "DIR/NAME.py or DIR/NAME.ipynb or a folder DIR/NAME/" in text  # what it grades
 
 
@@ -1794,7 +1809,7 @@ def test_each_rung_of_the_exercises_notebook_keeps_its_functions_apart(capsys):
     (cell,) = [c.source for c in nb.cells if c.source.startswith('notebook_check("ppo", "value')]
     assert cell == 'notebook_check("ppo", "value_loss", ppo)'
     capsys.readouterr()  # what the cells worked by hand printed
-    assert grader.notebook_check("ppo", "value_loss", kernel["ppo"]) is None  # no bare True
+    assert notebook.notebook_check("ppo", "value_loss", kernel["ppo"]) is None  # no bare True
     line = capsys.readouterr().out
     assert line.startswith("✓ value_loss: 4 cases passed") and "against ppo.py's own" in line
 
@@ -1810,7 +1825,7 @@ def test_a_notebook_run_that_breaks_stops_in_one_line_and_the_graders(
 
     monkeypatch.chdir(tmp_path)  # its runs/
     answers = SimpleNamespace(compute_gae=compute_gae, value_loss=ppo_gae.value_loss)
-    assert grader.notebook_train("ppo_gae", answers, quick=True) is None
+    assert notebook.notebook_train("ppo_gae", answers, quick=True) is None
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-2] == "ppo_gae.py stopped: ValueError: too many values to unpack (expected 2)"
     assert lines[-1].startswith("✗ compute_gae: plain: (advantages, returns), one env: ")
@@ -1885,9 +1900,9 @@ def test_the_grader_runs_the_homework_tests_as_the_courses_own():
         (case,) = [c for c in exercise_cases.EXERCISES[rung][name][0]() if c.kind == "course"]
         assert "course's own test" in case.label and case.tolerance == 1e-4
         assert case.expected == exercise_cases.HOMEWORK[rung]
-        right = grader.attempt(case, exercise_cases.own(rung, name))
-        assert grader.passes(case, right), right
-        ok, line = grader.check(rung, name, exercise_cases.own(rung, name))
+        right = verdicts.attempt(case, exercise_cases.own(rung, name))
+        assert verdicts.passes(case, right), right
+        ok, line = verdicts.check(rung, name, exercise_cases.own(rung, name))
         assert ok and "1 the CartPole course's own test" in line, line
 
     def case(rung, name):
@@ -1909,8 +1924,8 @@ def test_the_grader_runs_the_homework_tests_as_the_courses_own():
         ("ppo", "ppo_loss", no_clip),
     ):
         c = case(rung, name)
-        kind, got = grader.attempt(c, wrong)
-        assert kind == "ok" and abs(got - c.expected) > 1e-3 and not grader.passes(c, (kind, got))
+        kind, got = verdicts.attempt(c, wrong)
+        assert kind == "ok" and abs(got - c.expected) > 1e-3 and not verdicts.passes(c, (kind, got))
 
 
 def test_the_exercises_questions_in_words_are_listed_for_teachers():
@@ -2079,7 +2094,7 @@ WHY = {  # (rung, name, its body, or code before the file) -> the start and end 
 
 def wrong_file(rung, name, body):
     """RUNG.py solved by the script, but NAME's body replaced by body."""
-    source = inspect.getsource(grader.find(exercise_cases.script(rung), name))
+    source = inspect.getsource(runner.find(exercise_cases.script(rung), name))
     head = source[: source.index('"""', source.index('"""') + 3) + 3] + "\n"
     imports = "import contextlib\nimport os\nimport sys\nimport threading\nimport time\n\n"
     return imports + with_function(rung, name, head + body)
@@ -2143,21 +2158,21 @@ def test_the_line_world_mps_check_is_a_case_of_its_own():
     ]
     assert case.kind == "course" and case.tolerance == 1e-4
     assert [g for (g,) in case.expected][:11] == exercise_cases.LINE_WORLD_RETURNS
-    assert grader.passes(
-        case, grader.attempt(case, exercise_cases.own("reinforce", "discounted_returns"))
+    assert verdicts.passes(
+        case, verdicts.attempt(case, exercise_cases.own("reinforce", "discounted_returns"))
     )
 
     def no_reset(rewards, dones, gamma, last_value=None):
         return exercise_cases._no_reset(rewards, dones, gamma)
 
-    assert not grader.passes(case, grader.attempt(case, no_reset))
+    assert not verdicts.passes(case, verdicts.attempt(case, no_reset))
 
 
 # ----------------------------------------------------------------------------------------------
 #    the grader in a sandbox (issue 64): each attack of a dishonest class, written fresh
 # ----------------------------------------------------------------------------------------------
 needs_sandbox = pytest.mark.skipif(
-    grader.sandbox() is None,
+    sandbox.sandbox() is None,
     reason="bubblewrap cannot start here (sudo apt-get install bubblewrap; .ci/run installs it)",
 )
 
@@ -2399,8 +2414,8 @@ def test_a_function_ends_on_the_graders_clock_whatever_its_child_sends(
     return nested 5,000 lists deep and an allocation past the memory limit each end as a ✗
     line for that function, and the next function is graded. (The wall-clock backstop here:
     3 times the time limit, which ends a sleep in 6 s.)"""
-    monkeypatch.setattr(grader, "WALL_TIMES", 3)
-    monkeypatch.setattr(grader, "WALL_MORE", 0.0)
+    monkeypatch.setattr(session, "WALL_TIMES", 3)
+    monkeypatch.setattr(session, "WALL_MORE", 0.0)
     path = tmp_path / "reinforce.py"
     source = wrong_file("reinforce", "discounted_returns", body)
     path.write_text(source.replace("import os\n", "import os\nimport torch\n", 1))
@@ -2552,8 +2567,9 @@ def test_a_copy_of_the_scripts_in_pythons_libraries_is_hidden_from_the_sandbox(
 ):
     """After `pip install .`, a library folder holds the reference scripts: in each folder (or
     zip, an egg) the child imports from, the sandbox binds /dev/null over each (and its
-    bytecode, and an egg that holds one) and over nothing else; every other Python library
-    folder it would show is emptied."""
+    bytecode, and an egg that holds one) and over nothing else, and empties a copy of the
+    grader's package (exercises/grading/); every other Python library folder it would show is
+    emptied."""
     import zipfile
 
     lib = tmp_path / "lib"
@@ -2561,25 +2577,69 @@ def test_a_copy_of_the_scripts_in_pythons_libraries_is_hidden_from_the_sandbox(
     for folder in (used / "__pycache__", other):
         folder.mkdir(parents=True)
     files = ["ppo_gae.py", "cases.py", "__pycache__/ppo_gae.cpython-311.pyc", "numpy_like.py"]
+    for package in ("grading", "grading_like"):
+        (used / package).mkdir()
+        files.append(f"{package}/__init__.py")
     for name in [*files, "../../python3/dist-packages/reinforce.py"]:
         (used / name).write_text("x = 1\n")
-    eggs = [used / "project.egg", used / "numpy_like.egg"]
-    for egg, module in zip(eggs, ["reinforce.py", "numpy_like.py"], strict=True):
+    eggs = [used / "project.egg", used / "numpy_like.egg", used / "grader.egg"]
+    modules = ["reinforce.py", "numpy_like.py", "grading/__init__.py"]
+    for egg, module in zip(eggs, modules, strict=True):
         with zipfile.ZipFile(egg, "w") as archive:
             archive.writestr(module, "x = 1\n")
-    monkeypatch.setattr(grader, "shown_folders", lambda: [lib])
-    monkeypatch.setattr(grader, "interpreter", lambda: ([used, *eggs], []))
-    arguments = grader.view()
+    monkeypatch.setattr(sandbox, "shown_folders", lambda: [lib])
+    monkeypatch.setattr(sandbox, "interpreter", lambda: ([used, *eggs], []))
+    arguments = sandbox.view()
     pairs = list(zip(arguments, arguments[1:], arguments[2:], strict=False))
     hidden = [
         place for option, source, place in pairs if (option, source) == ("--ro-bind", "/dev/null")
     ]
-    assert sorted(hidden) == sorted([*(str(used / name) for name in files[:3]), str(eggs[0])])
-    assert [place for option, place, _ in pairs if option == "--tmpfs"] == [str(other)]
+    hidden_eggs = [str(eggs[0]), str(eggs[2])]
+    assert sorted(hidden) == sorted([*(str(used / name) for name in files[:3]), *hidden_eggs])
+    emptied = [place for option, place, _ in pairs if option == "--tmpfs"]
+    assert emptied == [str(other), str(used / "grading")]
+    assert "grading" in base.PROJECT and "check" in base.PROJECT
+
+
+def test_check_py_is_the_command_and_reexports_only_what_outside_code_imports():
+    """exercises/check.py is the command and the names that code outside the grader imports
+    from it (the exercise files' train_with, exercises.ipynb's cells): each is the grader's own
+    object, and every `from check import` in the project names one of them."""
+    assert entry_point.__all__ == ["main", "notebook_check", "notebook_train", "train_with"]
+    assert entry_point.main is command_line.main
+    for name in entry_point.__all__[1:]:
+        assert getattr(entry_point, name) is getattr(notebook, name), name
+    places = [*(ROOT / "exercises").glob("*.py"), ROOT / "exercises.ipynb", *ROOT.glob("docs/*")]
+    imported = set()
+    for place in [p for p in places if p.is_file() and p.name != "test_exercises.py"]:
+        for names in re.findall(r"from check import ([\w, ]+)", place.read_text()):
+            imported |= {name.strip() for name in names.split(",")}
+    assert imported and imported <= set(entry_point.__all__), imported
+
+
+def test_the_graders_files_each_read_alone():
+    """exercises/grading/: each file starts with a docstring that says what it holds and what
+    it relies on, is at most 600 lines, and imports only the files its __init__.py lists
+    before it (no cycle); __init__.py lists every file."""
+    folder = ROOT / "exercises" / "grading"
+    names = [module.__name__.rpartition(".")[2] for module in GRADING]
+    assert sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") == sorted(names)
+    listing = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
+    assert [line.split()[0] for line in listing.splitlines() if line.startswith("    ")] == [
+        f"{name}.py" for name in names
+    ]
+    for i, name in enumerate(names):
+        text = (folder / f"{name}.py").read_text()
+        tree = ast.parse(text)
+        assert len(text.splitlines()) <= 600, name
+        assert "It relies on" in ast.get_docstring(tree), name
+        inside = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
+        assert inside <= set(names[:i]), (name, inside)
 
 
 def test_without_a_sandbox_a_class_is_refused_and_a_student_is_told(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(grader, "sandbox", lambda *private: None)
+    for module in (classroom, command_line):  # the folder mode's, and one file's
+        monkeypatch.setattr(module, "sandbox", lambda *private: None)
     folder = tmp_path / "handed_in"
     folder.mkdir()
     (folder / "ada.py").write_text(exercise_maker.exercise("ppo_gae", solved=True))
@@ -2587,14 +2647,14 @@ def test_without_a_sandbox_a_class_is_refused_and_a_student_is_told(tmp_path, ca
     assert code == 2 and len(lines) == 1 and "bubblewrap" in lines[0] and "--trusted" in lines[0]
     code, lines = grade_args(capsys, "ppo_gae", "--folder", str(folder), "--trusted")
     assert code == 0 and lines[1] == "ada      2 of 2"
-    grader.warn_once.cache_clear()
+    command_line.warn_once.cache_clear()
     code, lines = grade_args(capsys, "ppo_gae", "--file", str(folder / "ada.py"))
     assert code == 0 and lines[-1].startswith("check.py: note: not sandboxed") and len(lines) == 4
 
 
 def grade_args(capsys, *argv):
     try:
-        code = grader.main(list(argv))
+        code = command_line.main(list(argv))
     except SystemExit as stop:
         code = stop.code
     out = capsys.readouterr()
@@ -2709,7 +2769,7 @@ def test_the_graders_blank_template_is_make_pys_file_as_ruff_writes_it_without_r
         for solved in (False, True):
             text = exercise_maker.exercise(rung, solved=solved)
             assert exercise_maker.formatted(rung, text) == text, (rung, solved)
-        assert grader.template(rung) == (ROOT / "exercises" / f"{rung}.py").read_text()
+        assert handins.template(rung) == (ROOT / "exercises" / f"{rung}.py").read_text()
 
 
 @needs_sandbox
@@ -2774,12 +2834,12 @@ def test_the_doctor_says_what_this_machine_gives_grading_one_line_an_item(
     without bubblewrap, the line says how to install it."""
     done = cli([str(ROOT / "exercises" / "check.py"), "--doctor"], tmp_path)
     lines = done.stdout.splitlines()
-    assert done.returncode == (0 if grader.sandbox() is not None else 1), done.stdout
+    assert done.returncode == (0 if sandbox.sandbox() is not None else 1), done.stdout
     assert done.stderr == "" and [line[2:].split(":")[0] for line in lines] == DOCTOR, lines
     assert all(line[:2] in ("✓ ", "✗ ") for line in lines)
-    assert (lines[3][:2] == "✓ ") == (grader.sandbox() is not None)
-    monkeypatch.setattr(grader.shutil, "which", lambda name: None)
-    monkeypatch.setattr(grader, "sandbox", lambda: None)
+    assert (lines[3][:2] == "✓ ") == (sandbox.sandbox() is not None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(command_line, "sandbox", lambda: None)
     code, lines = grade_args(capsys, "--doctor")
     assert code == 1 and len(lines) == len(DOCTOR)
     assert lines[1] == "✗ bubblewrap: not installed (sudo apt-get install bubblewrap)"
@@ -2836,7 +2896,7 @@ def test_a_fifo_a_socket_or_a_folder_in_the_class_folder_is_looked_at_never_open
         *(f"{name:<8} 0 of 2      ✗ compute_gae, ✗ value_loss" for name in ("dan", "eve", "fifo")),
         "sock     0 of 2      ✗ compute_gae, ✗ value_loss",
     ]
-    texts = {name: texts["ppo_gae"] for name, texts in grader.submissions("ppo_gae", folder)}
+    texts = {name: texts["ppo_gae"] for name, texts in classroom.submissions("ppo_gae", folder)}
     assert texts["dan"] == "cannot read dan/ppo_gae.py: not a regular file"
     assert [texts[name] for name in ("eve", "fifo", "sock")] == [
         f"cannot read {name}.py: not a regular file" for name in ("eve", "fifo", "sock")
@@ -2867,7 +2927,7 @@ def test_an_entry_swapped_for_a_link_after_the_listing_is_never_followed(tmp_pat
         place.rename(tmp_path / f"was-{place.parent.name}-{place.name}")
         place.symlink_to(target)
 
-    entry, read_at = grader.entry, grader.read_at
+    entry, read_at = classroom.entry, handins.read_at
 
     def swapped_first(rung, top, name):
         if name in swaps:
@@ -2879,10 +2939,10 @@ def test_an_entry_swapped_for_a_link_after_the_listing_is_never_followed(tmp_pat
             swap(folder / "eve", right)
         return read_at(folder_fd, name, shown, *limit)
 
-    monkeypatch.setattr(grader, "entry", swapped_first)
-    monkeypatch.setattr(grader, "read_at", eve_swapped_first)
+    monkeypatch.setattr(classroom, "entry", swapped_first)
+    monkeypatch.setattr(classroom, "read_at", eve_swapped_first)
     for by_path_descriptor in (True, False):
-        texts = dict(grader.submissions("ppo_gae", folder))
+        texts = dict(classroom.submissions("ppo_gae", folder))
         assert texts == {
             "bob": {"ppo_gae": "bob.py: a symbolic link, not read"},
             "cy": {"ppo_gae": "cy: a symbolic link, not read"},
@@ -2890,14 +2950,14 @@ def test_an_entry_swapped_for_a_link_after_the_listing_is_never_followed(tmp_pat
             "eve": {"ppo_gae": blank},
         }, by_path_descriptor
         if by_path_descriptor:
-            rows = grader.graded("ppo_gae", list(texts.items()), 5.0, 1024, grader.sandbox())
+            rows = classroom.graded("ppo_gae", list(texts.items()), 5.0, 1024, sandbox.sandbox())
             assert [passed for _, passed, _ in rows] == [0, 0, 0, 0]
         for place, _ in swaps.values():  # the same folder again, for the other way
             place.unlink()
             (tmp_path / f"was-{place.parent.name}-{place.name}").rename(place)
         (folder / "eve").unlink()
         (tmp_path / "was-handed_in-eve").rename(folder / "eve")
-        monkeypatch.setattr(grader, "BY_PATH_DESCRIPTOR", False)
+        monkeypatch.setattr(handins, "BY_PATH_DESCRIPTOR", False)
 
 
 # What a second class tried (issue 64's attack review): each ends as a ✗ or a row of its own.
@@ -3060,18 +3120,18 @@ def test_a_right_answer_of_every_rung_meets_no_refused_call(tmp_path, monkeypatc
     where the grader says ENOSYS), the scripts' own functions of all five rungs and a right
     sampler in another form still pass: nothing the runner or a right answer needs is off
     the list. And the strict filter does hold: shmget ends the process that calls it."""
-    listed = grader.sandbox_filter
-    monkeypatch.setattr(grader, "sandbox_filter", lambda: listed(unlisted=grader.KILL))
+    listed = sandbox.sandbox_filter
+    monkeypatch.setattr(sandbox, "sandbox_filter", lambda: listed(unlisted=sandbox.KILL))
     for rung in exercise_cases.EXERCISES:
-        results = grader.grade(rung, ROOT / f"{rung}.py")
+        results = command_line.grade(rung, ROOT / f"{rung}.py")
         assert all(passed for _, passed, _ in results), results
     path = tmp_path / "ppo_continuous.py"
     source = SAMPLER.format(draw="mean + std * torch.randn_like(mean)")
     path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
-    assert all(passed for _, passed, _ in grader.grade("ppo_continuous", path))
+    assert all(passed for _, passed, _ in command_line.grade("ppo_continuous", path))
     path = tmp_path / "reinforce.py"
     path.write_text("import ctypes\n" + wrong_file("reinforce", "discounted_returns", IPC))
-    (_, passed, line), (_, other, _) = grader.grade("reinforce", path)
+    (_, passed, line), (_, other, _) = command_line.grade("reinforce", path)
     assert not passed and "ended its process" in line and other, line
 
 
@@ -3190,10 +3250,10 @@ def test_bwraps_init_run_as_the_students_user_shows_none_of_its_options(tmp_path
     for top in ("/lib", "/lib64", "/bin"):
         if os.path.islink(top):
             view += ["--symlink", os.readlink(top), top]
-    hidden = [x for place in grader.INIT_MEMORY for x in ("--ro-bind", "/dev/null", place)]
+    hidden = [x for place in sandbox.INIT_MEMORY for x in ("--ro-bind", "/dev/null", place)]
     seen = {}
     for way, options in (("bare", base + view), ("hidden", base + hidden + view)):
-        fd = grader.data_fd(b"".join(f"{option}\0".encode() for option in options))
+        fd = sandbox.data_fd(b"".join(f"{option}\0".encode() for option in options))
         try:
             done = subprocess.run(
                 ["bwrap", "--args", str(fd), "/usr/bin/python3", "-I", "-c", INIT_PEEK],
@@ -3282,7 +3342,7 @@ def test_memory_a_student_holds_in_a_memfd_counts_against_their_limit(tmp_path, 
 
 @needs_sandbox
 @pytest.mark.skipif(
-    grader.cgroup_home() is None,
+    accounting.cgroup_home() is None,
     reason="no cgroup with a memory controller that this user may make one in (as root, or "
     "delegated): the kernel's own accounting is not at hand, the limits per process hold",
 )
@@ -3340,16 +3400,17 @@ def test_a_compile_bomb_is_on_its_students_time_not_the_graders(tmp_path, capsys
     folder.mkdir()
     solved = exercise_maker.exercise("ppo_gae", solved=True)
     (folder / "ada.py").write_text(solved)
-    (folder / "bomb.py").write_text(solved + compile_bomb(grader.FILE_LIMIT - len(solved) - 200))
+    (folder / "bomb.py").write_text(solved + compile_bomb(base.FILE_LIMIT - len(solved) - 200))
     nb = solved_notebook()
     code = sum(len(c.source) for c in nb.cells if c.cell_type == "code")
-    helper = compile_bomb(grader.FILE_LIMIT - code - 200).replace(
+    helper = compile_bomb(base.FILE_LIMIT - code - 200).replace(
         "\nbomb(", "\ndef helper():\n    bomb("
     )
     nb.cells.append(nbformat.v4.new_code_cell(helper))
     nbformat.write(nb, folder / "bombnb.ipynb")
-    monkeypatch.setattr(grader, "compile", never_a_bomb(compile), raising=False)
-    monkeypatch.setattr(grader.ast, "parse", never_a_bomb(grader.ast.parse))
+    for module in GRADING:  # the builtin, in each file of the grader
+        monkeypatch.setattr(module, "compile", never_a_bomb(compile), raising=False)
+    monkeypatch.setattr(ast, "parse", never_a_bomb(ast.parse))
     argv = ["ppo_gae", "--folder", str(folder), "--time-limit", "1", "--csv", str(table)]
     code, lines = grade_args(capsys, *argv)
     assert code == 1 and lines[1:] == [
@@ -3663,7 +3724,7 @@ def test_an_answer_too_large_for_its_case_is_never_built_into_python_lists(
     is its student's ✗ line, in words from its shape and dtype, and the grader builds no list,
     reads no list and escapes no string of them."""
     built = []
-    tolist, numbers, clean = torch.Tensor.tolist, exercise_cases.numbers, grader.clean
+    tolist, numbers, clean = torch.Tensor.tolist, exercise_cases.numbers, base.clean
 
     def guarded_tolist(tensor):
         if tensor.dim() > 8 or tensor.numel() > 100_000:
@@ -3685,7 +3746,7 @@ def test_an_answer_too_large_for_its_case_is_never_built_into_python_lists(
 
     monkeypatch.setattr(torch.Tensor, "tolist", guarded_tolist)
     monkeypatch.setattr(exercise_cases, "numbers", guarded_numbers)
-    monkeypatch.setattr(grader, "clean", guarded_clean)
+    monkeypatch.setattr(base, "clean", guarded_clean)
     path = tmp_path / "reinforce.py"
     path.write_text(wrong_file("reinforce", "discounted_returns", HUGE))
     code, lines = grade("reinforce", path, capsys)
@@ -3711,7 +3772,7 @@ def test_names_alike_in_any_two_scripts_are_marked_and_two_chinese_names_are_not
         (tmp_path / f"{name}.py").write_text("")
     for name in ["张伟", "李娜"]:
         (tmp_path / f"{name}.py").write_text("")
-    names = [name for name, _ in grader.submissions("vpg", tmp_path)]
+    names = [name for name, _ in classroom.submissions("vpg", tmp_path)]
     assert sorted(names) == sorted(
         [
             "'Ada.py'",
@@ -3733,7 +3794,7 @@ def test_names_alike_within_one_script_are_marked_by_unicodes_table(tmp_path):
     look alike, and the marking ends)."""
     for name in ["alice", "a\u01c0ice", "greg", "\u0261reg", "m", "rn", "bob"]:
         (tmp_path / f"{name}.py").write_text("")
-    names = [name for name, _ in grader.submissions("vpg", tmp_path)]
+    names = [name for name, _ in classroom.submissions("vpg", tmp_path)]
     assert sorted(names) == sorted(
         ["'alice.py'", "'a\\u01c0ice.py'", "'greg.py'", "'\\u0261reg.py'", "'m.py'", "'rn.py'"]
         + ["bob"]
@@ -3748,15 +3809,15 @@ def test_the_table_of_names_is_unicodes_confusables_from_the_pinned_package():
 
     pins = (ROOT / "requirements.txt").read_text().splitlines()
     assert f"confusable-homoglyphs=={version('confusable-homoglyphs')}" in pins
-    table = grader.prototypes()
+    table = classroom.prototypes()
     assert len(table) == 6307
     lines = {"\u01c0": "l", "\u0261": "g", "\u0430": "a", "1": "l", "I": "l", "m": "rn"}
     lines |= {"0": "O", "\u0391": "A", "\u13aa": "A", "\u2f47": "\u65e5", "\uff41": "a"}
     assert {source: table.get(source) for source in lines} == lines
     assert not {"l", "a", "g", "A", "O", "r", "n", "\u65e5"} & set(table)  # prototypes
     assert not [c for c, prototype in table.items() if table.get(prototype) == c]  # no 2-cycle
-    assert grader.skeleton("aǀice") == grader.skeleton("alice") == "alice"
-    assert grader.skeleton("张伟") != grader.skeleton("李娜")
+    assert classroom.skeleton("aǀice") == classroom.skeleton("alice") == "alice"
+    assert classroom.skeleton("张伟") != classroom.skeleton("李娜")
 
 
 def test_names_are_grouped_by_skeleton_in_one_pass(monkeypatch):
@@ -3765,14 +3826,14 @@ def test_names_are_grouped_by_skeleton_in_one_pass(monkeypatch):
     names[7] = "s0000l"  # beside s00001
     names[9_999] = "\u0455" + names[42][1:]  # a Cyrillic ѕ: beside s00042
     calls = []
-    skeleton = grader.skeleton
+    skeleton = classroom.skeleton
 
     def counted(name):
         calls.append(name)
         return skeleton(name)
 
-    monkeypatch.setattr(grader, "skeleton", counted)
-    assert grader.alike(names) == {1, 7, 42, 9_999}
+    monkeypatch.setattr(classroom, "skeleton", counted)
+    assert classroom.alike(names) == {1, 7, 42, 9_999}
     assert sorted(calls) == sorted(names)
 
 
@@ -3781,12 +3842,12 @@ def test_the_folder_mode_without_the_table_of_names_says_so_in_one_line(
 ):
     (tmp_path / "ada.py").write_text("")
     monkeypatch.setitem(sys.modules, "confusable_homoglyphs", None)  # as if not installed
-    grader.prototypes.cache_clear()
+    classroom.prototypes.cache_clear()
     try:
         code, lines = grade_args(capsys, "vpg", "--folder", str(tmp_path), "--trusted")
     finally:
-        grader.prototypes.cache_clear()
-    assert code == 2 and lines == [f"check.py: error: {grader.NO_TABLE}"]
+        classroom.prototypes.cache_clear()
+    assert code == 2 and lines == [f"check.py: error: {classroom.NO_TABLE}"]
     assert "pip install -r requirements.txt" in lines[0]
 
 
@@ -3804,7 +3865,7 @@ def test_the_csv_path_is_a_file_of_the_graders_own_and_claimed_before_anyone_is_
         replaced.append(str(target))
         raise PermissionError(1, "not in this test")
 
-    monkeypatch.setattr(grader.os, "replace", refused)
+    monkeypatch.setattr(os, "replace", refused)
     folder = tmp_path / "handed_in"
     folder.mkdir()
     (folder / "ada.py").write_text(exercise_maker.exercise("vpg"))
@@ -3825,13 +3886,13 @@ def test_the_csv_path_is_a_file_of_the_graders_own_and_claimed_before_anyone_is_
     )
     monkeypatch.undo()
     table, seen = tmp_path / "grades.csv", []
-    graded = grader.graded
+    graded = classroom.graded
 
     def watched(*args):
         seen.append((table.is_file(), table.stat().st_uid == os.geteuid()))
         return graded(*args)
 
-    monkeypatch.setattr(grader, "graded", watched)
+    monkeypatch.setattr(classroom, "graded", watched)
     code, lines = grade_args(capsys, "vpg", "--folder", str(folder), "--csv", str(table))
     assert code == 1 and seen == [(True, True)] and table.read_text().startswith("student,")
 
@@ -3839,7 +3900,7 @@ def test_the_csv_path_is_a_file_of_the_graders_own_and_claimed_before_anyone_is_
         raise KeyboardInterrupt
 
     table.unlink()
-    monkeypatch.setattr(grader, "graded", interrupted)
+    monkeypatch.setattr(classroom, "graded", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        grader.main(["vpg", "--folder", str(folder), "--csv", str(table)])
+        command_line.main(["vpg", "--folder", str(folder), "--csv", str(table)])
     assert not [p for p in tmp_path.iterdir() if "grades.csv" in p.name]
