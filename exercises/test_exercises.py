@@ -2846,6 +2846,23 @@ def test_the_doctor_says_what_this_machine_gives_grading_one_line_an_item(
     assert lines[3].startswith("✗ sandbox: none (no bubblewrap): --folder refuses")
 
 
+def test_a_prefix_the_grader_cannot_look_at_is_not_shown_and_the_doctor_says_so(
+    capsys, monkeypatch
+):
+    """A Python prefix the grader's user may not look at (a venv's base interpreter under an
+    unreadable /root) was a PermissionError's traceback in --doctor, --folder and --file: such a
+    folder is not shown, and the doctor gives its lines. An over-long name stands in for the
+    unreadable folder here: pathlib's is_dir raises for both, and this runs as root too."""
+    unseen = Path("/" + "x" * 300)
+    with pytest.raises(OSError):
+        (unseen / "lib").is_dir()
+    monkeypatch.setattr(sandbox.sys, "base_prefix", str(unseen))
+    assert all(not str(f).startswith(str(unseen)) for f in sandbox.shown_folders())
+    code, lines = grade_args(capsys, "--doctor")
+    assert code in (0, 1) and len(lines) == len(DOCTOR), lines
+    assert not any("Traceback" in line or "Error" in line for line in lines), lines
+
+
 def blocked_writer(fifo):
     """A thread that opens the FIFO at fifo for writing, as a student's process would, and so
     waits for a reader: the event it returns is set once something opens it for reading."""

@@ -59,7 +59,9 @@ def shown_folders():
     prefixes.add(Path(os.path.realpath(sys.executable)).parent.parent)
     folders = [Path(top) for top in SYSTEM]
     folders += [prefix / lib for prefix in prefixes for lib in ("lib", "lib64")]
-    return sorted({f for f in folders if f.is_dir() and not f.is_symlink()})
+    # os.path's isdir and islink say False where the folder cannot be looked at (a prefix under a
+    # folder this user may not read): a folder the grader cannot see is not shown
+    return sorted({f for f in folders if os.path.isdir(f) and not os.path.islink(f)})
 
 
 def shown_folder(path):
