@@ -1592,8 +1592,9 @@ def test_exercises_notebook_as_committed_says_what_to_write_first(monkeypatch, t
     assert "Traceback" not in text and "mean return" not in text
 
 
-def test_exercises_notebook_filled_from_the_scripts_passes_and_learns(monkeypatch):
-    nb = run_notebook(solved_notebook(), monkeypatch, ROOT)
+def a_solved_run_passes_and_learns(nb):
+    """exercises.ipynb filled from the scripts, as run (by nbgrader's autograde: the test
+    below): every check a ✓, and every rung learns, even in quick mode."""
     assert notebook_problems(nb) == []
     check_cells_show_one_line_each(nb)
     text = printed(nb)
@@ -1659,7 +1660,8 @@ def test_a_notebook_run_that_breaks_stops_in_one_line_and_the_graders(
 
 def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monkeypatch):
     """nbgrader itself: generate_assignment keeps each blank's signature and docstring, and
-    autograde gives a solved copy every point and a blank one none."""
+    autograde gives a solved copy every point and a blank one none; the solved copy, as
+    autograde ran it, passes every check and learns."""
     pytest.importorskip("nbgrader")
     nbformat = pytest.importorskip("nbformat")
     from nbgrader.apps import NbGraderAPI
@@ -1702,6 +1704,11 @@ def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monke
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / "exercises.ipynb")
         assert api.autograde("hw", student)["success"], student
+    # The solved copy as autograde ran it, with its outputs: the notebook a student fills from
+    # the scripts passes every check and learns (one run of it serves both tests)
+    a_solved_run_passes_and_learns(
+        nbformat.read(course / "autograded" / "solved" / "hw" / "exercises.ipynb", as_version=4)
+    )
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
