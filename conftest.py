@@ -140,7 +140,9 @@ class Zygote:
 
     @classmethod
     def fits(cls, env):
-        if os.environ.get("LADDER_FRESH") == "1" or not hasattr(os, "fork"):
+        if "1" in (os.environ.get("LADDER_FRESH"), env.get("LADDER_FRESH")):
+            return False
+        if not hasattr(os, "fork"):
             return False
         start = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         names = {k for k in {*env, *start} if env.get(k) != start.get(k)} - {"PYTHONPATH"}

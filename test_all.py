@@ -1266,6 +1266,40 @@ def test_an_env_with_no_time_limit_is_cut_at_1000_steps(script, tmp_path):
 # ----------------------------------------------------------------------------------------------
 
 
+SHOWS = """import os, sys
+print(__name__, sys.argv[1:], os.getcwd(), sys.path[1] == os.path.abspath("extra"), flush=True)
+print(sys.stdin.read() == "", os.environ["ASKED"], file=sys.stderr, flush=True)
+{end}
+"""
+
+
+@pytest.mark.parametrize(
+    "end, status",
+    [
+        ("sys.exit(3)", 3),
+        ("sys.exit('a message')", 1),
+        ("raise ValueError('no')", 1),
+        ("raise KeyboardInterrupt", -signal.SIGINT),
+        ("import atexit; atexit.register(print, 'at exit')", 0),
+        ("os.kill(os.getpid(), 15)", -signal.SIGTERM),
+    ],
+)
+def test_a_command_in_the_zygote_is_the_command_in_a_fresh_python(end, status, tmp_path):
+    """conftest.python runs commands in a fork of a python that has imported torch: each gives
+    what a fresh interpreter gives (status, stdout, stderr, __main__, argv, cwd, the path,
+    PYTHONPATH, an empty stdin, the environment, atexit, an uncaught exception's traceback)."""
+    (tmp_path / "shows.py").write_text(SHOWS.format(end=end))
+    env = dict(os.environ, PYTHONPATH="extra", ASKED="yes")
+    runs = []
+    for fresh in ("0", "1"):
+        env["LADDER_FRESH"] = fresh
+        done = python(["shows.py", "a", "b"], tmp_path, env)
+        lines = done.stderr.splitlines()
+        runs.append((done.returncode, done.stdout, lines[0], lines[-1:], len(lines) > 2))
+    assert runs[0] == runs[1] and runs[0][0] == status, runs
+    assert runs[0][1].startswith(f"__main__ ['a', 'b'] {tmp_path} True"), runs
+
+
 @by_name(SCRIPTS)
 def test_help_marks_the_flags_that_need_long_runs(script, capsys):
     with pytest.raises(SystemExit):
