@@ -39,7 +39,7 @@ import pytest
 import torch
 
 import ppo_gae
-from conftest import HANG, ROOT, beside_python, cli, flags, notebook_problems
+from conftest import HANG, ROOT, beside_python, cli, flags, notebook_problems, python
 
 # ----------------------------------------------------------------------------------------------
 # 1. Exercises (exercises/): generated from the scripts, the grader, its planted mistakes
@@ -2527,10 +2527,7 @@ def without_ruff(tmp_path):
 
 
 def run_without_ruff(tmp_path, *argv):
-    return subprocess.run(
-        [sys.executable, *map(str, argv)],
-        cwd=tmp_path, env=without_ruff(tmp_path), capture_output=True, text=True, timeout=HANG,
-    )  # fmt: skip
+    return python(list(map(str, argv)), tmp_path, without_ruff(tmp_path))
 
 
 def test_make_without_ruff_says_so_in_one_line_and_writes_nothing(tmp_path):
@@ -2778,7 +2775,6 @@ def test_a_second_class_changes_nothing_but_its_own_rows(tmp_path):
     inside get_action_and_value, one who forges the runner's reply, one who hides the names of
     its arguments, one who returns 4 MB of nested lists, and two hand-ins that print alike:
     each its own row, right about them, and the right files right."""
-    import subprocess
 
     folder = tmp_path / "handed_in"
     folder.mkdir()
@@ -2812,8 +2808,8 @@ def test_a_second_class_changes_nothing_but_its_own_rows(tmp_path):
         path.write_text(
             text.replace("import os\n", "import os\nfrom torch.distributions import Normal\n", 1)
         )
-        argv = [sys.executable, str(ROOT / "exercises" / "check.py"), rung, "--file", str(path)]
-        got = subprocess.run(argv, capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
+        argv = [str(ROOT / "exercises" / "check.py"), rung, "--file", str(path)]
+        got = python(argv, tmp_path, dict(os.environ))
         line = next(line for line in got.stdout.splitlines() if line.startswith("✗"))
         assert got.returncode == 1 and end in line and len(line) <= 1000, line[:300]
         assert got.stdout.splitlines()[-1].endswith("functions passed")
@@ -2992,11 +2988,8 @@ def test_nothing_of_the_teachers_reaches_the_sandbox(tmp_path):
     (folder / "eve.py").write_text(wrong_file("reinforce", "discounted_returns", snoop))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env |= {"AWS_SECRET_ACCESS_KEY": "SECRET-72", "TMPDIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "exercises" / "check.py"), "reinforce", "--folder", str(folder),
-         "--csv", str(tmp_path / "grades.csv")],
-        capture_output=True, text=True, env=env, timeout=HANG,
-    )  # fmt: skip
+    check = [str(ROOT / "exercises" / "check.py"), "reinforce", "--folder", str(folder)]
+    done = python([*check, "--csv", str(tmp_path / "grades.csv")], Path.cwd(), env)
     assert done.stdout.splitlines()[1] == "eve      1 of 2      ✗ discounted_returns", done
     cells = list(csv.reader((tmp_path / "grades.csv").open()))
     assert cells[1][3].endswith("raised RuntimeError: found []"), cells[1][3]
