@@ -35,12 +35,166 @@ def flags(text):
     return tuple(text.split())
 
 
-def cli(args, cwd):
-    """`python ARGS` in cwd, with nothing of this repository on the path."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+def cli(args, cwd, env=None):
+    """`python ARGS` in cwd, with nothing of this repository on the path: a CompletedProcess."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONPATH"}
+    return python(args, cwd, env)
+
+
+def python(args, cwd, env):
+    """`python ARGS` in cwd with the environment env (PYTHONPATH as it says): a CompletedProcess,
+    as subprocess.run(..., capture_output=True, text=True) gives it.
+
+    A command-line test pays for its interpreter's start, and most of that is importing torch
+    (about 2 s of a core). So the command runs in a fork of a python that has imported torch,
+    numpy, gymnasium and TensorBoard once (zygote() below): a process of its own, which runs ARGS
+    as `python ARGS` does (the script as __main__, its folder first on the path, then PYTHONPATH,
+    its exit status, its output) and starts with those modules loaded. What only a fresh
+    interpreter shows (an import's own errors, Ctrl-C while torch loads, a package hidden from
+    the path, settings those modules read as they load) is run by subprocess: those tests start
+    python themselves, and so does this where env changes such a setting, or where LADDER_FRESH=1
+    asks it to (to compare)."""
+    if Zygote.fits(env):
+        return Zygote.run([sys.executable, *args], cwd, env)
     return subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=HANG
     )
+
+
+def zygote():
+    """Runs as a process of its own (python -c, from a folder outside the repository). Imports
+    what every script imports, then reads requests, a JSON line each: (argv, cwd, env, the
+    files for stdout and stderr). For each it forks a child, writes the child's pid, waits for
+    it, and writes its exit status as subprocess gives it (-N for a signal). The child returns
+    the request, to be run at the top level as `python ARGV` runs, so that Python's own end of
+    a program (SystemExit, an uncaught exception's traceback, Ctrl-C's status, atexit, threads
+    joined, streams flushed) is what ends it."""
+    import json
+    import os
+    import sys
+
+    import gymnasium  # noqa: F401
+    import numpy  # noqa: F401
+    import torch
+    from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)]).step()  # its lazy imports: 1 s
+
+    def line():  # one request, read by the byte: a child must inherit no read-ahead
+        data = b""
+        while not data.endswith(b"\n"):
+            byte = os.read(0, 1)
+            if not byte:
+                sys.exit(0)
+            data += byte
+        return json.loads(data)
+
+    while True:
+        request = line()
+        pid = os.fork()
+        if pid == 0:
+            return request
+        os.write(1, f"{pid}\n".encode())
+        _, status = os.waitpid(pid, 0)
+        os.write(1, f"{os.waitstatus_to_exitcode(status)}\n".encode())
+
+
+ZYGOTE_MAIN = """
+import os, runpy, sys
+argv, cwd, env, out, err = zygote()
+os.chdir(cwd)
+os.environ.clear()
+os.environ.update(env)
+os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+os.dup2(os.open(out, os.O_WRONLY), 1)
+os.dup2(os.open(err, os.O_WRONLY), 2)
+os.setpgid(0, 0)
+sys.stdin = open(0, closefd=False)
+del zygote
+path = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+sys.path[1:1] = [os.path.abspath(p) for p in path]
+if argv[0] == "-c":
+    sys.argv = ["-c", *argv[2:]]
+    sys.path[0] = ""
+    exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})
+elif argv[0] == "-m":
+    sys.argv = [argv[1], *argv[2:]]
+    sys.path[0] = os.getcwd()
+    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+else:
+    sys.argv = argv
+    sys.path[0] = os.path.dirname(os.path.realpath(argv[0]))
+    runpy.run_path(argv[0], run_name="__main__")
+"""
+
+
+class Zygote:
+    """The worker's zygote: started at its first command, ended with the worker."""
+
+    process = None
+    env = None
+    # Read by torch, numpy, gymnasium or TensorBoard as they load: a command whose env changes
+    # one of these runs in a fresh interpreter.
+    LOADED = ("torch", "numpy", "gymnasium", "tensorboard", "torch.py", "numpy.py", "gymnasium.py")
+    LOADING = ("TORCH", "PYTORCH", "OMP", "MKL", "KMP", "OPENBLAS", "CUDA", "GYM", "NUMPY", "TF_")
+
+    @classmethod
+    def fits(cls, env):
+        if "1" in (os.environ.get("LADDER_FRESH"), env.get("LADDER_FRESH")):
+            return False
+        if not hasattr(os, "fork"):
+            return False
+        start = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        names = {k for k in {*env, *start} if env.get(k) != start.get(k)} - {"PYTHONPATH"}
+        folders = [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        shadows = [f / n for f in folders for n in cls.LOADED if (f / n).exists()]
+        return not any(k.startswith(cls.LOADING) for k in names) and not shadows
+
+    @classmethod
+    def start(cls):
+        if cls.process is None or cls.process.poll() is not None:
+            import inspect
+            import tempfile
+
+            source = inspect.getsource(zygote) + ZYGOTE_MAIN
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            cls.process = subprocess.Popen(
+                [sys.executable, "-c", source],
+                cwd=tempfile.gettempdir(),
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+        return cls.process
+
+    @classmethod
+    def run(cls, argv, cwd, env):
+        import json
+        import select
+        import signal
+        import tempfile
+
+        process = cls.start()
+        with tempfile.TemporaryDirectory() as folder:
+            out, err = Path(folder, "out"), Path(folder, "err")
+            out.touch()
+            err.touch()
+            request = [argv[1:], str(cwd), env, str(out), str(err)]
+            process.stdin.write((json.dumps(request) + "\n").encode())
+            process.stdin.flush()
+            answer = process.stdout.readline()
+            if not answer:  # the zygote could not start: say why, as the command would
+                raise RuntimeError(f"the tests' zygote ended with status {process.wait()}")
+            pid = int(answer)
+            ready, _, _ = select.select([process.stdout], [], [], HANG)
+            if not ready:  # a hang: as subprocess.run's timeout ends it
+                os.killpg(pid, signal.SIGKILL)
+                process.stdout.readline()
+                raise subprocess.TimeoutExpired(argv, HANG)
+            status = int(process.stdout.readline())
+            stdout = out.read_text(errors="replace")
+            stderr = err.read_text(errors="replace")
+        return subprocess.CompletedProcess(argv, status, stdout, stderr)
 
 
 def beside_python(monkeypatch):

@@ -71,7 +71,7 @@ import ppo_continuous
 import ppo_gae
 import reinforce
 import vpg
-from conftest import HANG, ROOT, cli, flags  # what the test files share
+from conftest import HANG, ROOT, cli, flags, python  # what the test files share
 from envs import cartpole_torch
 
 # The edit loop's quick check, `python -m pytest -m core`: the pure functions on their hand-worked
@@ -1266,6 +1266,40 @@ def test_an_env_with_no_time_limit_is_cut_at_1000_steps(script, tmp_path):
 # ----------------------------------------------------------------------------------------------
 
 
+SHOWS = """import os, sys
+print(__name__, sys.argv[1:], os.getcwd(), sys.path[1] == os.path.abspath("extra"), flush=True)
+print(sys.stdin.read() == "", os.environ["ASKED"], file=sys.stderr, flush=True)
+{end}
+"""
+
+
+@pytest.mark.parametrize(
+    "end, status",
+    [
+        ("sys.exit(3)", 3),
+        ("sys.exit('a message')", 1),
+        ("raise ValueError('no')", 1),
+        ("raise KeyboardInterrupt", -signal.SIGINT),
+        ("import atexit; atexit.register(print, 'at exit')", 0),
+        ("os.kill(os.getpid(), 15)", -signal.SIGTERM),
+    ],
+)
+def test_a_command_in_the_zygote_is_the_command_in_a_fresh_python(end, status, tmp_path):
+    """conftest.python runs commands in a fork of a python that has imported torch: each gives
+    what a fresh interpreter gives (status, stdout, stderr, __main__, argv, cwd, the path,
+    PYTHONPATH, an empty stdin, the environment, atexit, an uncaught exception's traceback)."""
+    (tmp_path / "shows.py").write_text(SHOWS.format(end=end))
+    env = dict(os.environ, PYTHONPATH="extra", ASKED="yes")
+    runs = []
+    for fresh in ("0", "1"):
+        env["LADDER_FRESH"] = fresh
+        done = python(["shows.py", "a", "b"], tmp_path, env)
+        lines = done.stderr.splitlines()
+        runs.append((done.returncode, done.stdout, lines[0], lines[-1:], len(lines) > 2))
+    assert runs[0] == runs[1] and runs[0][0] == status, runs
+    assert runs[0][1].startswith(f"__main__ ['a', 'b'] {tmp_path} True"), runs
+
+
 @by_name(SCRIPTS)
 def test_help_marks_the_flags_that_need_long_runs(script, capsys):
     with pytest.raises(SystemExit):
@@ -1556,14 +1590,7 @@ def test_compile_without_a_cpp_compiler_says_so_and_trains_eager(tmp_path):
     env = dict(os.environ, CXX=str(tmp_path / "no-such-g++"))
     env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "inductor")  # nothing compiled before
     argv = flags("--total-timesteps 512 --num-envs 2 --num-steps 64 --eval-episodes 0 --compile")
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS[3].path), *argv, "--run-dir", str(tmp_path / "run")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-    )
+    done = python([str(SCRIPTS[3].path), *argv, "--run-dir", str(tmp_path / "run")], tmp_path, env)
     assert done.returncode == 0, done.stderr
     warning = "ppo_gae.py: warning: --compile cannot work here, so eager: InvalidCxxCompiler:"
     assert done.stderr.startswith(warning) and len(done.stderr.splitlines()) == 1, done.stderr
@@ -2078,7 +2105,7 @@ def test_ctrl_c_before_the_loop_ends_the_command_as_ctrl_c_does(script, tmp_path
     (tmp_path / "ctrl_c.py").write_text("raise KeyboardInterrupt\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path)}
     argv = [sys.executable, str(script.path), "--env-id", "ctrl_c:Nothing-v0", "--run-dir", "run"]
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
+    done = python(argv[1:], tmp_path, env)
     assert done.returncode == -signal.SIGINT and "Traceback" not in done.stderr, done.stderr
 
 
@@ -2255,12 +2282,11 @@ def test_an_envs_own_error_is_not_bad_input_with_or_without_env_processes(tmp_pa
                 *flags("--num-envs 2 --num-steps 8 --run-dir"),
                 f"run_{fault}_{len(processes)}",
             ]
-            proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-            runs[fault, bool(processes)] = (env_id, proc)
+            runs[fault, bool(processes)] = (env_id, python(argv[1:], tmp_path, env))
     why = {"ValueError": "diverged", "RuntimeError": "diverged", "shape": "shape"}
-    for (fault, processes), (env_id, proc) in runs.items():
-        err = proc.communicate(timeout=HANG)[1]
-        assert proc.returncode == 1, (fault, processes, err)
+    for (fault, processes), (env_id, done) in runs.items():
+        err = done.stderr
+        assert done.returncode == 1, (fault, processes, err)
         lines = err.strip().splitlines()
         if processes:
             assert lines == [lines[0]] and why[fault] in lines[0], err
@@ -2286,10 +2312,10 @@ def test_a_lone_copy_tells_bad_input_a_failed_run_and_the_envs_error_apart_by_ty
         ("the env's", "faulty_envs:Faulty_posing-v0"),
     ]:
         command = [*argv, env_id, "--run-dir", f"run_{len(runs)}"]
-        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+        proc = python(command[1:], tmp_path, env)
         runs[case] = (env_id, proc)
     done = {
-        case: (env_id, *proc.communicate(timeout=300), proc.returncode)
+        case: (env_id, proc.stdout, proc.stderr, proc.returncode)
         for case, (env_id, proc) in runs.items()
     }
     _, _, err, code = done["bad input"]
@@ -2394,7 +2420,7 @@ def test_a_bug_in_the_envs_module_or_its_reset_is_not_bad_input(tmp_path, monkey
         run(script, tmp_path / "filmed", "--env-id", env_id, "--capture-video")
     argv = [sys.executable, "-c", PARSE_FAILS, str(script.path), "--checkpoint-every", "64"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
+    done = python(argv[1:], tmp_path, env)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and "NameError" not in done.stderr, done.stderr
     assert lines[0] == "ppo_gae.py: error: reading the flags failed:", done.stderr
@@ -2441,7 +2467,7 @@ def test_ctrl_c_as_the_evaluation_begins_under_load_model_ends_as_ctrl_c_does(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path)}
     argv = [sys.executable, str(script.path), "--env-id", faulty(script, "sigint_made", tmp_path)]
     argv += [*flags("--num-envs 2 --run-dir loaded --load-model"), str(model)]
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
+    done = python(argv[1:], tmp_path, env)
     assert done.returncode == -signal.SIGINT and "Traceback" not in done.stderr, done.stderr
 
 
@@ -4022,9 +4048,7 @@ def test_track_offline_records_the_flags_a_metric_the_code_and_videos(script, tm
     env_id = "CartPole-v1" if script.discrete else "Pendulum-v1"
     argv = [script.path.name, "--env-id", env_id, *FILM_ARGV, *FILMED, "--track"]
     argv += ["--learning-rate", "0.00123", "--eval-episodes", "1", "--run-dir", "run"]
-    done = subprocess.run(
-        [sys.executable, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG
-    )
+    done = python(argv, tmp_path, env)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     (folder,) = (tmp_path / "wandb").glob("offline-run-*")
     records = wandb_records(folder)
@@ -4149,9 +4173,7 @@ def test_track_with_no_wandb_account_is_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env["HOME"] = str(tmp_path)  # no ~/.netrc, no W&B settings
     argv = ["ppo.py", *flags("--num-envs 2 --num-steps 16 --total-timesteps 32 --track")]
-    done = subprocess.run(
-        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG
-    )
+    done = python(argv, ROOT, env)
     lines = done.stderr.strip().splitlines()
     assert (
         done.returncode == 2 and len(lines) == 1 and lines[0].startswith("ppo.py: error: --track")
@@ -4167,9 +4189,7 @@ def test_mujoco_that_cannot_render_is_one_line(gl, tmp_path):
     env = dict(os.environ, MUJOCO_GL=gl, DISPLAY="")
     argv = ["ppo_continuous.py", "--env-id", "InvertedPendulum-v5", "--capture-video"]
     argv += [*flags("--num-envs 2 --num-steps 16 --total-timesteps 32"), "--run-dir", str(tmp_path)]
-    done = subprocess.run(
-        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG
-    )
+    done = python(argv, ROOT, env)
     if done.returncode == 0:
         pytest.skip(f"MUJOCO_GL={gl} renders on this machine")
     last = done.stderr.strip().splitlines()[-1]  # after glfw's own warnings, if any

@@ -30,7 +30,7 @@ import torch
 import ppo
 import reinforce
 import vpg
-from conftest import HANG, ROOT, flags
+from conftest import HANG, ROOT, flags, python
 
 # ----------------------------------------------------------------------------------------------
 # 1. benchmarks/tune.py: Optuna over subprocess runs, on a journal file or a real PostgreSQL
@@ -850,7 +850,7 @@ def test_each_tool_runs_to_its_end_at_its_smallest_settings(tool, tmp_path):
             shutil.copy(results / "mujoco_vs_sb3" / folder / "raw.json", tmp_path / name)
     command = [sys.executable, str(ROOT / "benchmarks" / tool.split()[0])]
     command += [word.replace("OUT", str(tmp_path)) for word in shlex.split(argv)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG)
+    done = python(command[1:], ROOT, dict(os.environ))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr
     assert all((tmp_path / name).exists() for name in writes), sorted(tmp_path.rglob("*"))

@@ -52,7 +52,7 @@ from grading import (  # exercises/grading/: the grader, a file a part
 )
 
 import ppo_gae
-from conftest import HANG, ROOT, beside_python, cli, flags, notebook_problems
+from conftest import HANG, ROOT, beside_python, cli, flags, notebook_problems, python
 
 # The grader's files in the order exercises/grading/__init__.py lists them: each imports only
 # those before it
@@ -1767,8 +1767,9 @@ def test_exercises_notebook_as_committed_says_what_to_write_first(monkeypatch, t
     assert "Traceback" not in text and "mean return" not in text
 
 
-def test_exercises_notebook_filled_from_the_scripts_passes_and_learns(monkeypatch):
-    nb = run_notebook(solved_notebook(), monkeypatch, ROOT)
+def a_solved_run_passes_and_learns(nb):
+    """exercises.ipynb filled from the scripts, as run (by nbgrader's autograde: the test
+    below): every check a ✓, and every rung learns, even in quick mode."""
     assert notebook_problems(nb) == []
     check_cells_show_one_line_each(nb)
     text = printed(nb)
@@ -1834,7 +1835,8 @@ def test_a_notebook_run_that_breaks_stops_in_one_line_and_the_graders(
 
 def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monkeypatch):
     """nbgrader itself: generate_assignment keeps each blank's signature and docstring, and
-    autograde gives a solved copy every point and a blank one none."""
+    autograde gives a solved copy every point and a blank one none; the solved copy, as
+    autograde ran it, passes every check and learns."""
     pytest.importorskip("nbgrader")
     nbformat = pytest.importorskip("nbformat")
     from nbgrader.apps import NbGraderAPI
@@ -1877,6 +1879,11 @@ def test_nbgrader_releases_and_autogrades_the_exercises_notebook(tmp_path, monke
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / "exercises.ipynb")
         assert api.autograde("hw", student)["success"], student
+    # The solved copy as autograde ran it, with its outputs: the notebook a student fills from
+    # the scripts passes every check and learns (one run of it serves both tests)
+    a_solved_run_passes_and_learns(
+        nbformat.read(course / "autograded" / "solved" / "hw" / "exercises.ipynb", as_version=4)
+    )
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
@@ -2740,10 +2747,7 @@ def without_ruff(tmp_path):
 
 
 def run_without_ruff(tmp_path, *argv):
-    return subprocess.run(
-        [sys.executable, *map(str, argv)],
-        cwd=tmp_path, env=without_ruff(tmp_path), capture_output=True, text=True, timeout=HANG,
-    )  # fmt: skip
+    return python(list(map(str, argv)), tmp_path, without_ruff(tmp_path))
 
 
 def test_make_without_ruff_says_so_in_one_line_and_writes_nothing(tmp_path):
@@ -3008,7 +3012,6 @@ def test_a_second_class_changes_nothing_but_its_own_rows(tmp_path):
     inside get_action_and_value, one who forges the runner's reply, one who hides the names of
     its arguments, one who returns 4 MB of nested lists, and two hand-ins that print alike:
     each its own row, right about them, and the right files right."""
-    import subprocess
 
     folder = tmp_path / "handed_in"
     folder.mkdir()
@@ -3042,8 +3045,8 @@ def test_a_second_class_changes_nothing_but_its_own_rows(tmp_path):
         path.write_text(
             text.replace("import os\n", "import os\nfrom torch.distributions import Normal\n", 1)
         )
-        argv = [sys.executable, str(ROOT / "exercises" / "check.py"), rung, "--file", str(path)]
-        got = subprocess.run(argv, capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
+        argv = [str(ROOT / "exercises" / "check.py"), rung, "--file", str(path)]
+        got = python(argv, tmp_path, dict(os.environ))
         line = next(line for line in got.stdout.splitlines() if line.startswith("✗"))
         assert got.returncode == 1 and end in line and len(line) <= 1000, line[:300]
         assert got.stdout.splitlines()[-1].endswith("functions passed")
@@ -3222,11 +3225,8 @@ def test_nothing_of_the_teachers_reaches_the_sandbox(tmp_path):
     (folder / "eve.py").write_text(wrong_file("reinforce", "discounted_returns", snoop))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env |= {"AWS_SECRET_ACCESS_KEY": "SECRET-72", "TMPDIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "exercises" / "check.py"), "reinforce", "--folder", str(folder),
-         "--csv", str(tmp_path / "grades.csv")],
-        capture_output=True, text=True, env=env, timeout=HANG,
-    )  # fmt: skip
+    check = [str(ROOT / "exercises" / "check.py"), "reinforce", "--folder", str(folder)]
+    done = python([*check, "--csv", str(tmp_path / "grades.csv")], Path.cwd(), env)
     assert done.stdout.splitlines()[1] == "eve      1 of 2      ✗ discounted_returns", done
     cells = list(csv.reader((tmp_path / "grades.csv").open()))
     assert cells[1][3].endswith("raised RuntimeError: found []"), cells[1][3]
