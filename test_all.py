@@ -1471,6 +1471,9 @@ COMMON_BAD = [
     ("--seed", "-1"),
     ("--learning-rate", "1e10"),
     ("--video-every", "-1"),
+    ("--load-model", ""),  # an unset shell variable: it trained a new run instead of evaluating
+    ("--resume", ""),  # it started a new run
+    ("--run-dir", ""),  # it took the default folder
 ]
 
 
@@ -2054,7 +2057,14 @@ def test_a_resume_with_nothing_left_to_train_says_so(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "name, value", [("num_envs", 0), ("learning_rate", -1.0), ("gamma", math.nan), ("seed", -1)]
+    "name, value",
+    [
+        ("num_envs", 0),
+        ("learning_rate", -1.0),
+        ("gamma", math.nan),
+        ("seed", -1),
+        ("load_model", ""),
+    ],
 )
 @by_name(SCRIPTS)
 def test_a_namespace_built_by_hand_gets_the_command_lines_one_line(

@@ -392,14 +392,29 @@ def parse_args(argv=None):
     arg("--torch-deterministic", action=on_off, default=True, help="torch's deterministic kernels")
     arg("--threads", type=positive_int, default=1, help="torch's CPU threads (docs/results.md)")
     arg("--save-model", action=on_off, default=False, help="save the weights in the run directory")
-    arg("--load-model", default=None, help="evaluate a saved model; no files unless --run-dir")
+    arg(
+        "--load-model",
+        type=path,
+        default=None,
+        help="evaluate a saved model; no files unless --run-dir",
+    )
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
-    arg("--run-dir", default=None, help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME")
+    arg(
+        "--run-dir",
+        type=path,
+        default=None,
+        help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME",
+    )
     arg = parser.add_argument_group("long runs: need long_runs.py beside the script").add_argument
     arg("--capture-video", action=on_off, default=False, help="film rollouts, evaluation (moviepy)")
     arg("--video-every", type=nonnegative_int, default=0, help="rollouts per film; 0: a tenth")
     arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
-    arg("--resume", metavar="RUN_DIR", help="go on from RUN_DIR/checkpoint.pt; given flags win")
+    arg(
+        "--resume",
+        type=path,
+        metavar="RUN_DIR",
+        help="go on from RUN_DIR/checkpoint.pt; given flags win",
+    )
     arg("--async-envs", action=on_off, default=False, help="step each env in its own process")
     arg("--track", action=on_off, default=False, help="the run in Weights & Biases (needs wandb)")
     arg("--wandb-project-name", default="minimal-policy-gradients", help="W&B project")
@@ -456,6 +471,15 @@ positive_int = checked(int, lambda n: n > 0, "a positive integer")
 nonnegative_int = checked(int, lambda n: n >= 0, "an integer >= 0")
 positive_float = checked(float, lambda x: 0 < x <= 1e9, "in (0, 1e9]")  # Adam: float32 steps
 nonnegative_float = checked(float, lambda x: x >= 0, "a number >= 0")
+
+
+def path(text):
+    """An argparse type: "" (an unset shell variable, say) is refused, not taken as no flag."""
+    if not text:
+        raise argparse.ArgumentTypeError("must be a path, got ''")
+    return text
+
+
 unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
