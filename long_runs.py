@@ -111,14 +111,22 @@ class LongRun:
             args.resume
         ):
             fail(f"--resume goes on in {args.resume} itself: give no --run-dir")
+        if os.path.isfile(args.resume):  # the checkpoint itself, as --load-model takes a file
+            folder = shlex.quote(os.path.dirname(args.resume) or ".")
+            fail(f"--resume takes the run's folder, not a file: --resume={folder}")
+        if not os.path.isdir(args.resume):
+            fail(f"cannot --resume: no folder {args.resume}")
+        if not os.path.exists(f"{args.resume}/checkpoint.pt"):  # a run without checkpoints
+            why = "holds no checkpoint.pt: a run goes on from what --checkpoint-every writes"
+            fail(f"cannot --resume: {args.resume} {why}")
         try:  # data only (weights_only): a file that would run code is refused, its code unrun
             checkpoint = torch.load(f"{args.resume}/checkpoint.pt", "cpu", weights_only=True)
             saved = dict(checkpoint["args"])
             writer = checkpoint.get("script") or written_by(saved, args, script)
             newer = int(checkpoint.get("format", 1)) > FORMAT
             shape = {name: saved[name] for name in cls.resume_keeps}  # the rollout's
-        except Exception:  # no such folder or file; objects or code; not a checkpoint
-            why = f"{args.resume}/checkpoint.pt is missing or not one {script} wrote"
+        except Exception:  # objects or code; not a checkpoint; cut short
+            why = f"{args.resume}/checkpoint.pt is not one {script} wrote"
             fail(f"cannot --resume: {why}")
         if writer != script:
             fail(f"cannot --resume: {args.resume} holds a run of {writer}")

@@ -3766,7 +3766,7 @@ def test_resume_loads_data_only_and_refuses_a_checkpoint_that_would_run_code(
     first = tiny(script, tmp_path, "--checkpoint-every", "256")
     path, marker = Path(first["run_dir"]) / "checkpoint.pt", tmp_path / "ran"
     saved = load_checkpoint(path)  # weights_only=True, or this raises
-    refusal = f"cannot --resume: {path} is missing or not one {script.path.name} wrote"
+    refusal = f"cannot --resume: {path} is not one {script.path.name} wrote"
     args = script.module.parse_args(["--resume", first["run_dir"], "--eval-episodes", "0"])
     older = saved | {"rng": (saved["rng"][0], np.random.get_state(), *saved["rng"][2:])}
     for data in (older, None):
@@ -3788,9 +3788,36 @@ def test_a_hostile_checkpoint_resumed_on_the_command_line_runs_nothing(tmp_path)
     path, marker = Path(first["run_dir"]) / "checkpoint.pt", tmp_path / "ran"
     hostile(path, load_checkpoint(path), marker)
     done = cli([str(script.path), "--resume", first["run_dir"]], tmp_path)
-    refusal = f"cannot --resume: {path} is missing or not one ppo_gae.py wrote"
+    refusal = f"cannot --resume: {path} is not one ppo_gae.py wrote"
     assert (done.returncode, done.stderr) == (2, f"ppo_gae.py: error: {refusal}\n")
     assert done.stdout == "" and not marker.exists()
+
+
+def test_resume_of_a_file_no_folder_or_a_run_without_checkpoints_is_a_line_of_its_own(
+    tmp_path, capsys
+):
+    # A newcomer gave --resume the checkpoint.pt file, as --load-model takes one, and read
+    # "RUN/checkpoint.pt/checkpoint.pt is missing or not one ppo_gae.py wrote"; a missing
+    # folder and a run without checkpoints got that same line.
+    script = SCRIPTS[3]
+    first = tiny(script, tmp_path / "first", "--checkpoint-every", "256")
+    plain = tiny(script, tmp_path / "plain")
+    file = Path(first["run_dir"]) / "checkpoint.pt"
+    cases = {
+        str(file): f"--resume takes the run's folder, not a file: --resume={first['run_dir']}",
+        str(tmp_path / "nosuch"): f"cannot --resume: no folder {tmp_path / 'nosuch'}",
+        plain["run_dir"]: (
+            f"cannot --resume: {plain['run_dir']} holds no checkpoint.pt: a run goes on from "
+            "what --checkpoint-every writes"
+        ),
+    }
+    for given, says in cases.items():
+        with pytest.raises(ValueError) as exc:
+            script.module.parse_args(["--resume", given])
+        assert one_line_error(capsys, exc, script) == f"ppo_gae.py: error: {says}"
+    done = cli([str(script.path), "--resume", str(file)], tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"ppo_gae.py: error: {cases[str(file)]}\n"
 
 
 @by_name(SCRIPTS)
