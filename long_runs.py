@@ -268,10 +268,22 @@ class LongRun:
 
     def watch_evaluation(self):  # --watch: the evaluation in a window (rl-zoo3's enjoy), open now
         env = super().eval_env(render_mode="human")
+        cannot = f"--watch cannot show {self.args.env_id}"
+        nowhere = f"{cannot}: no window opens on DISPLAY={os.environ.get('DISPLAY', '')}"
         try:
             env.reset(seed=self.args.seed + 10_000)  # as the evaluation's first episode
         except gym.error.DependencyNotInstalled as error:  # pygame, for CartPole's window
-            self.fail(f"--watch cannot show {self.args.env_id}: {error}")
+            self.fail(f"{cannot}: {error}")
+        except Exception as error:  # pygame.error: SDL found no display it can use
+            if type(error).__module__ != "pygame":
+                raise
+            env.close()
+            self.fail(f"{nowhere} ({error})")
+        pygame = sys.modules.get("pygame")  # or SDL, finding no display, draws off screen
+        driver = pygame and pygame.display.get_init() and pygame.display.get_driver()
+        if driver in ("offscreen", "dummy"):  # a DISPLAY with no server behind it, say
+            env.close()
+            self.fail(f"{nowhere} (SDL's video driver is {driver})")
         return env
 
     def iterations(self, num_iterations):  # a resumed run with nothing left to train says so

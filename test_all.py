@@ -1941,6 +1941,32 @@ def test_watch_plays_the_saved_agent_in_a_window(tmp_path):
     assert frames and int(frames.group(1)) > 10, done.stdout  # two episodes drawn, on X11
 
 
+def test_watch_where_no_window_opens_is_one_line(tmp_path):
+    # A DISPLAY with no X server behind it (an ssh -X session gone, a container): SDL drew the
+    # episodes off screen and the evaluation ended with exit status 0, shown nowhere; with
+    # SDL_VIDEODRIVER=x11, pygame's "x11 not available" came as a traceback.
+    pytest.importorskip("pygame", reason="CartPole draws its window with pygame")
+    script = SCRIPTS[3]
+    saved = run(script, tmp_path, *flags("--total-timesteps 64 --num-envs 2 --save-model"))
+    number = next(n for n in range(99, 999) if not Path(f"/tmp/.X11-unix/X{n}").exists())
+    unset = ("WAYLAND_DISPLAY", "PYTHONPATH", "SDL_VIDEODRIVER")
+    env = {k: v for k, v in os.environ.items() if k not in unset} | {"DISPLAY": f":{number}"}
+    argv = [str(script.path), "--load-model", str(saved_path(script, saved)), "--watch"]
+    says = f"--watch cannot show CartPole-v1: no window opens on DISPLAY=:{number} ("
+    for driver in ({}, {"SDL_VIDEODRIVER": "x11"}):  # SDL's choice (off screen), or X11's error
+        done = subprocess.run(
+            [sys.executable, *argv],
+            cwd=tmp_path,
+            env=env | driver,
+            capture_output=True,
+            text=True,
+            timeout=HANG,
+        )
+        lines = [line for line in done.stderr.splitlines() if "XDG_RUNTIME_DIR" not in line]
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert len(lines) == 1 and lines[0].startswith(f"ppo_gae.py: error: {says}"), lines
+
+
 @by_name(SCRIPTS)
 def test_load_model_takes_the_weights_of_a_checkpoint(script, tmp_path):
     """A checkpoint holds the weights (and ppo_continuous's statistics): --load-model evaluates
