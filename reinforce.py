@@ -493,7 +493,10 @@ def needs_flattening(space, env_id):
 
 def find_spec(env_id):  # for gymnasium's "module:EnvId", importing module registers EnvId
     if ":" in env_id:
-        importlib.import_module(env_id.split(":")[0])
+        module = env_id.split(":")[0]
+        if not module or module.startswith("."):  # importlib's ValueError or TypeError
+            raise ImportError(f"{module!r} before the ':' is no module to import")
+        importlib.import_module(module)
     spec = gym.spec(env_id.split(":")[-1])
     if isinstance(spec.entry_point, str):  # its code, loaded: a MUJOCO_GL that fails, fails here
         gym.envs.registration.load_env_creator(spec.entry_point)

@@ -1628,6 +1628,19 @@ def test_imported_a_script_is_a_library_that_gives_the_process_back(script, tmp_
         torch.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("env_id", [":CartPole-v1", ".envs.line_world:LineWorld-v0"])
+@by_name(SCRIPTS)
+def test_a_module_env_id_with_no_module_name_is_one_line(script, env_id, tmp_path, capsys):
+    # importlib's ValueError ("Empty module name") or TypeError (a relative name) came as "the
+    # run failed" and a traceback, exit status 1; an unknown env id is bad input.
+    with pytest.raises(ValueError) as exc:
+        run(script, tmp_path, "--env-id", env_id)
+    module = env_id.split(":")[0]
+    says = f"cannot make {env_id}: {module!r} before the ':' is no module to import"
+    assert one_line_error(capsys, exc, script) == f"{script.path.name}: error: {says}"
+    assert not (tmp_path / "run").exists()
+
+
 def broken(monkeypatch, module, name):
     """module.name raises RuntimeError when it is called."""
 
