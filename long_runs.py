@@ -416,10 +416,16 @@ class LongRun:
         """--track: W&B syncs TensorBoard, with flags and code; the checkpoint keeps its id."""
         where = dict(project=args.wandb_project_name, entity=args.wandb_entity, id=self.wandb_id)
         how = dict(name=Path(self.run_dir).name, config=vars(args), save_code=True, resume="allow")
-        try:  # WANDB_MODE=offline needs no account
-            return importlib.import_module("wandb").init(**where, **how, sync_tensorboard=True)
+        try:
+            wandb = importlib.import_module("wandb")
         except ImportError:
             self.fail("--track needs wandb: pip install wandb")
+        if not hasattr(wandb, "init"):  # an offline run's wandb/ folder, imported as a package
+            folder = next(iter(getattr(wandb, "__path__", [])), "a folder named wandb")
+            why = f"{folder} is the runs W&B wrote, not the package"
+            self.fail(f"--track needs wandb: pip install wandb ({why})")
+        try:  # WANDB_MODE=offline needs no account
+            return wandb.init(**where, **how, sync_tensorboard=True)
         except Exception as error:  # not logged in, no network, a bad project name
             self.fail(f"--track: {error}; with no W&B account, set WANDB_MODE=offline")
 

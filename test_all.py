@@ -4229,6 +4229,26 @@ def test_track_without_wandb_is_one_line_naming_the_pip_command(
     assert one_line_error(capsys, exc, script).endswith("--track needs wandb: pip install wandb")
 
 
+def test_track_where_wandb_is_only_its_runs_folder_names_the_pip_command(
+    tmp_path, capsys, monkeypatch
+):
+    # Without the package, the wandb/ folder that W&B's offline runs leave beside the script
+    # imports as a namespace package: the line was "module 'wandb' has no attribute 'init';
+    # with no W&B account, set WANDB_MODE=offline".
+    script = SCRIPTS[2]
+    folder = tmp_path / "wandb"
+    folder.mkdir()
+    namespace = ModuleType("wandb")
+    namespace.__path__ = [str(folder)]  # as Python imports a folder with no __init__.py
+    monkeypatch.setitem(sys.modules, "wandb", namespace)
+    with pytest.raises(ValueError) as exc:
+        tiny(script, tmp_path, "--track")
+    assert one_line_error(capsys, exc, script) == (
+        f"ppo.py: error: --track needs wandb: pip install wandb ({folder} is the runs W&B "
+        "wrote, not the package)"
+    )
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [
