@@ -1670,6 +1670,18 @@ def test_an_exercise_file_trains_the_script_with_the_students_functions(tmp_path
     assert "evaluation over 1 episode: " in done.stdout
 
 
+def test_an_exercise_file_kept_in_another_folder_says_where_it_trains(tmp_path):
+    # A student's answer, checked with check.py --file from anywhere, then run where it was
+    # kept: "ModuleNotFoundError: No module named 'check'" and its traceback.
+    (tmp_path / "mine").mkdir()
+    path = tmp_path / "mine" / "vpg.py"
+    path.write_text(exercise_maker.exercise("vpg", solved=True))
+    done = cli([str(path), *flags("--total-timesteps 512")], tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "vpg.py: error: it trains only beside exercises/check.py\n"
+    assert list((tmp_path / "mine").iterdir()) == [path]  # no run began
+
+
 def test_an_exercise_file_answers_help_blank_and_stops_a_broken_run_in_one_line(tmp_path):
     rung = "ppo_gae"
     helped = cli([str(ROOT / "exercises" / f"{rung}.py"), "--help"], tmp_path)  # blanks unwritten
