@@ -775,6 +775,7 @@ class Log:
             threading.excepthook = self.excepthook
             if isinstance(error, FileExistsError):  # by a run started since set_up() looked
                 fail(f"the run folder {self.run_dir} was claimed by a run started at the same time")
+            self.failed(error)  # a full disk: its one line, exit status 1, as later in the run
             fail(f"cannot write TensorBoard's files to {self.run_dir}: {error}")
         where = f"logging to {self.run_dir}" if self.run_dir else "writing no files (no --run-dir)"
         say(f"{SCRIPT}: {self.args.env_id}, seed {self.args.seed}, {where}")
