@@ -674,7 +674,10 @@ def make_env(args, device):
     elif in_torch:  # an error from here on is the env's own: it keeps its traceback
         envs = gym.make_vec(env_id, num_envs=args.num_envs, device=device)
     else:
-        envs = gym.make_vec(env_id, **kwargs)
+        try:
+            envs = gym.make_vec(env_id, **kwargs)
+        except ImportError as error:  # a package that making the env imports (shimmy, say)
+            fail(f"cannot make {env_id}: {error}")
     kinds = {"Discrete": "Discrete ones from 0", "Box": "Box ones of one dimension"}
     scripts = {"Discrete": "use ppo_gae.py", "Box": "use ppo_continuous.py"}
     space = envs.single_action_space  # what the lesson's policy draws: ACTIONS, at the top

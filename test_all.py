@@ -1641,6 +1641,26 @@ def test_a_module_env_id_with_no_module_name_is_one_line(script, env_id, tmp_pat
     assert not (tmp_path / "run").exists()
 
 
+@by_name(SCRIPTS)
+def test_an_env_that_imports_a_missing_package_as_it_is_made_is_one_line(script, tmp_path, capsys):
+    # gymnasium's GymV26Environment-v0 raises ImportError("... pip install shimmy ...") when it
+    # is made, not when its entry point is loaded: a traceback, exit status 1, where a missing
+    # dependency is one line, exit status 2.
+    def needs_a_package(**kwargs):
+        raise ImportError('To use this env, run `pip install "thing"`')
+
+    gym.register("NeedsAPackage-v0", entry_point=needs_a_package)
+    try:
+        with pytest.raises(ValueError) as exc:
+            run(script, tmp_path, "--env-id", "NeedsAPackage-v0")
+    finally:
+        gym.registry.pop("NeedsAPackage-v0")
+    assert one_line_error(capsys, exc, script) == (
+        f"{script.path.name}: error: cannot make NeedsAPackage-v0: To use this env, run `pip "
+        'install "thing"`'
+    )
+
+
 def broken(monkeypatch, module, name):
     """module.name raises RuntimeError when it is called."""
 
