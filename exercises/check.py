@@ -33,9 +33,36 @@ by descriptors (handins.py), the session with the child (session.py), a class's 
 helpers of exercise files and exercises.ipynb (notebook.py).
 """
 
+import os
 import sys
 from pathlib import Path
 
+
+def class_on_the_path(argv):
+    """The folder given to --folder where Python's path holds it or a folder in it (a PYTHONPATH
+    of "." or of an empty entry, as `export PYTHONPATH=$PYTHONPATH:/x` leaves, run from the
+    class's folder), else None. A student's torch.py there would be imported by the grader
+    itself, outside the sandbox, so this is looked at before anything is imported."""
+    for i, word in enumerate(argv):
+        name, equals, value = word.partition("=")
+        if len(name) > 3 and "--folder".startswith(name):  # argparse takes --fold too
+            folder = value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+            top = os.path.realpath(folder or ".")
+            for entry in sys.path[1:]:  # [0]: exercises/, this file's folder
+                real = os.path.realpath(entry or ".")
+                if folder and (real == top or real.startswith(top + os.sep)):
+                    return folder
+    return None
+
+
+if __name__ == "__main__" and (folder := class_on_the_path(sys.argv[1:])) is not None:
+    print(
+        f"check.py: error: Python's path holds the class's folder {folder} (PYTHONPATH, or a '.' "
+        "or empty entry of it run from there), so a student's torch.py would run here, outside "
+        "the sandbox: unset PYTHONPATH, or grade from another folder",
+        file=sys.stderr,
+    )
+    sys.exit(2)
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # exercises/: grading/, cases, runner
 from grading.command_line import main  # noqa: E402
 from grading.notebook import notebook_check, notebook_train, train_with  # noqa: E402

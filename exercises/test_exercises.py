@@ -2879,6 +2879,44 @@ def test_a_prefix_the_grader_cannot_look_at_is_not_shown_and_the_doctor_says_so(
     assert not any("Traceback" in line or "Error" in line for line in lines), lines
 
 
+def test_a_class_folder_on_pythons_path_is_refused_before_a_students_file_can_run(tmp_path):
+    """A PYTHONPATH of "." or with an empty entry (as `export PYTHONPATH=$PYTHONPATH:/x` leaves)
+    run from the class's folder, or naming it: a student's torch.py or numpy.py there ran in the
+    teacher's own process, outside the sandbox. Now one line and exit 2, before anything is
+    imported; from another folder the same PYTHONPATH grades as ever."""
+    folder = tmp_path / "class"
+    marks = tmp_path / "marks"
+    folder.mkdir()
+    marks.mkdir()
+    for name in ("torch", "numpy"):
+        (folder / f"{name}.py").write_text(f"open({str(marks / name)!r}, 'w').write('ran')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    check = [sys.executable, str(ROOT / "exercises" / "check.py"), "reinforce"]
+    ways = [(":", ["--folder", str(folder)]), (".", ["--fold=."]), (str(folder), ["--folder", "."])]
+    for pythonpath, argv in ways:
+        done = subprocess.run(
+            [*check, *argv],
+            cwd=folder,
+            env=env | {"PYTHONPATH": pythonpath},
+            capture_output=True,
+            text=True,
+            timeout=HANG,
+        )
+        assert done.returncode == 2 and done.stdout == "", (pythonpath, done.stderr)
+        assert done.stderr.startswith("check.py: error: Python's path holds the class's folder")
+        assert len(done.stderr.splitlines()) == 1 and list(marks.iterdir()) == []
+    done = subprocess.run(
+        [*check, "--folder", str(folder), "--trusted"],
+        cwd=tmp_path,
+        env=env | {"PYTHONPATH": ":"},
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+    )
+    assert done.returncode == 1 and "torch    0 of 2" in done.stdout, done.stdout + done.stderr
+    assert list(marks.iterdir()) == []
+
+
 def blocked_writer(fifo):
     """A thread that opens the FIFO at fifo for writing, as a student's process would, and so
     waits for a reader: the event it returns is set once something opens it for reading."""
