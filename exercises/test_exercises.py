@@ -2917,6 +2917,20 @@ def test_a_class_folder_on_pythons_path_is_refused_before_a_students_file_can_ru
     assert list(marks.iterdir()) == []
 
 
+def test_a_random_state_the_child_forges_is_what_the_grader_cannot_read(tmp_path, capsys):
+    """A file that patches torch.get_rng_state, so that the child sends back 10 bytes as the
+    stream after each call: the function gets ✗ "sent what the grader cannot read", not the
+    grader's own set_rng_state error charged to the student as "raised RuntimeError"."""
+    forge = "import torch\ntorch.get_rng_state = lambda: torch.zeros(10, dtype=torch.uint8)\n"
+    path = tmp_path / "ppo_continuous.py"
+    path.write_text(forge + exercise_maker.exercise("ppo_continuous", solved=True))
+    code, lines = grade("ppo_continuous", path, capsys)
+    failed = [line for line in lines if line.startswith("✗")]
+    assert code == 1 and failed, lines
+    assert all("sent what the grader cannot read" in line for line in failed), failed
+    assert not any("RuntimeError" in line for line in lines), lines
+
+
 def blocked_writer(fifo):
     """A thread that opens the FIFO at fifo for writing, as a student's process would, and so
     waits for a reader: the event it returns is set once something opens it for reading."""

@@ -305,7 +305,13 @@ class Remote:
             self.session.kill()
             raise Stop("sent what the grader cannot read") from None
         outputs = [t for t in flat(call.result) if isinstance(t, torch.Tensor)]
-        torch.set_rng_state(rng)
+        # The stream after the call, as the child sends it: one torch refuses is not the
+        # student's error but the child's reply
+        try:
+            torch.set_rng_state(rng)
+        except RuntimeError:
+            self.session.kill()
+            raise Stop("sent what the grader cannot read") from None
         return [(t.detach().requires_grad_(False), t.requires_grad) for t in outputs]
 
     def check(self, kind, reply):
