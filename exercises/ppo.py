@@ -36,6 +36,7 @@ if __name__ == "__main__":
     except ModuleNotFoundError as error:  # a copy of this file kept in another folder
         if error.name != "check":
             raise
-        raise SystemExit("ppo.py: error: it trains only beside exercises/check.py") from None
+        message = "ppo.py: error: it trains only beside exercises/check.py"
+        raise SystemExit(message) from None
 
     train_with("ppo", globals())

@@ -53,6 +53,7 @@ if __name__ == "__main__":
     except ModuleNotFoundError as error:  # a copy of this file kept in another folder
         if error.name != "check":
             raise
-        raise SystemExit("ppo_gae.py: error: it trains only beside exercises/check.py") from None
+        message = "ppo_gae.py: error: it trains only beside exercises/check.py"
+        raise SystemExit(message) from None
 
     train_with("ppo_gae", globals())
