@@ -7,17 +7,18 @@ Each case calls the function under test, `fn`, on inputs of the contract that th
 the hand-worked cases, whose numbers are worked out in the comments; then cases on random
 inputs (fixed seeds) whose expected values are the script's own function's, values and
 gradients, and, for the Agent's method, an agent whose every layer depends on its input. A
-sampler's actions are compared, element by element, with the script's from the same seed
-(two_calls()). A method (Agent.get_action_and_value, RunningNorm.update) is bound to an
-object of the script's own class, so a case checks the method alone. MISTAKES holds wrong
-versions that students write: the grader names one when its answers equal the student's on
-every case.
+sampler's actions are compared, element by element, with the script's from the same state
+(two_calls()); a sampling case's seeds are drawn anew on every grading run (run_seed()). A
+method (Agent.get_action_and_value, RunningNorm.update) is bound to an object of the script's
+own class, so a case checks the method alone. MISTAKES holds wrong versions that students
+write: the grader names one when its answers equal the student's on every case.
 """
 
 import copy
 import importlib.util
 import math
 import random
+import secrets
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,24 @@ def seeded(seed):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
+
+
+def run_seed():
+    """A seed of 64 random bits, as torch's own default seed, drawn anew on every grading run
+    for a sampling case: a sampler cannot recognise the case by its seed, its inputs or its
+    agent, and so cannot draw right only while it is graded. The case shows the seed, so that
+    a refusal can be reproduced."""
+    return secrets.randbits(64)
+
+
+def skipped(seed):
+    """How many numbers (1 to 1,000) a sampling case draws after torch.manual_seed(seed) and
+    before its calls, so that the state they get is never a freshly seeded one."""
+    return 1 + seed % 1000
+
+
+def stream_text(seed):
+    return f"torch.manual_seed({seed}), then torch.rand({skipped(seed)})"
 
 
 @dataclass
@@ -302,7 +321,7 @@ LOOKS = (  # before TORCHS, where draws() ran: what a refused sampler's draws at
 
 
 def two_calls(fn, agent, x, seed):
-    """fn(agent(), x) twice after torch.manual_seed(seed), the stream going on between them, and
+    """fn(agent(), x) twice after stream_text(seed), the stream going on between them, and
     the script's own method twice from the same state: (fn's first result, both calls' actions,
     [for each call 1.0 where its actions are the script's, else 0.0]). An action is refused
     unless of shape (len(x), 2). agent() makes a new copy of the case's agent.
@@ -320,9 +339,11 @@ def two_calls(fn, agent, x, seed):
     size = len(x)
     script_method = own("ppo_continuous", SAMPLE)
     with seeded(seed):
+        torch.rand(skipped(seed))
         script_actions = [script_method(agent(), x.clone())[0] for _ in range(2)]
     student = agent()
     with seeded(seed):
+        torch.rand(skipped(seed))
         first = fn(student, x.clone())
         second = fn(student, x.clone())
     for result in (first, second):
@@ -704,13 +725,19 @@ def get_action_and_value_cases():
             _, logp, entropy, value = fn(agent, torch.randn(2, 3), t(GAUSSIAN["actions"]))
         return logp, entropy, list(value.shape)
 
-    def sampled(fn):  # torch's draws from the seed, then z = (a - mu) / sigma's statistics
-        x = torch.randn(20_000, 3, generator=gen(1))
+    seed = run_seed()  # x's and the agent's
+    stream = run_seed()  # the calls'
+    x = torch.randn(20_000, 3, generator=gen(seed))
+
+    def agent_copy():
+        return fresh(("input", seed), lambda: input_agent(seed))
+
+    def sampled(fn):  # torch's draws from the state, then z = (a - mu) / sigma's statistics
         with torch.no_grad():
-            _, actions, torch_draws = two_calls(
-                fn, lambda: fresh("gaussian", gaussian_agent), x, 101
-            )
-        return (*draws(actions, t(GAUSSIAN["mean"]), t(GAUSSIAN["std"])), torch_draws)
+            agent = agent_copy()
+            mu, sigma = agent.actor_mean(x), agent.actor_logstd.exp().expand(len(x), 2)
+            _, actions, torch_draws = two_calls(fn, agent_copy, x, stream)
+        return (*draws(actions, mu, sigma), torch_draws)
 
     inputs = f"mu={GAUSSIAN['mean']}, sigma={GAUSSIAN['std']}, actions={GAUSSIAN['actions']}"
     expected = (GAUSSIAN_EXPECTED["logprob"], GAUSSIAN_EXPECTED["entropy"], [2, 1])
@@ -719,11 +746,13 @@ def get_action_and_value_cases():
             "(log pi(a|s), entropy, V's shape), summed over action dims", inputs, scored, expected
         ),
         Case(
-            "20,000 draws in two calls from torch.manual_seed(101): z = (a - mu) / sigma as"
+            "20,000 draws in two calls from a seeded stream: z = (a - mu) / sigma as"
             " independent N(0, 1) numbers, then the actions as torch's own draws",
-            f"mu={GAUSSIAN['mean']}, sigma={GAUSSIAN['std']}, x float32 (20000, 3), action None",
+            f"x float32 (20000, 3) ~ N(0, 1), action None, x and a random agent from seed {seed},"
+            f" the calls after {stream_text(stream)}",
             sampled,
             (*expected_draws(2), [1.0, 1.0]),
+            "random",  # the script's own draws, on a random agent
             parts=(*DRAW_PARTS, LOOKS + TORCHS),
         ),
     ]
@@ -909,18 +938,22 @@ def compute_gae_random():
 
 def input_agent(seed):
     """ppo_continuous's Agent on 3 observations and 2 actions whose every part depends on its
-    input: the actor's last layer at gain 1 (the script's starts at .01), a sigma of its own in
-    each dimension, and observation statistics far from (0, 1), so that normalizing x again
-    inside the method changes what comes out."""
+    input: every layer moved off its initialization by noise (as training moves it), the
+    actor's last layer near gain 1 (the script's starts at .01), a sigma of its own in each
+    dimension, and observation statistics far from (0, 1), so that normalizing x again inside
+    the method changes what comes out. Every number is random from the seed, none fixed: a
+    sampler finds no sign of the grader in the agent."""
     with seeded(seed):
         agent = script("ppo_continuous").Agent(3, 2)
         with torch.no_grad():
-            torch.nn.init.orthogonal_(agent.actor_mean[-1].weight, 1.0)
+            for parameter in agent.parameters():
+                parameter.add_(0.1 * torch.randn_like(parameter))
+            agent.actor_mean[-1].weight.normal_(0.0, 64**-0.5)
             agent.actor_mean[-1].bias.normal_(0.0, 0.5)
             agent.actor_logstd.copy_(t([-0.7, 0.3]) + 0.2 * torch.randn(2))
             agent.obs_norm.mean.copy_(2 * torch.randn(3))
             agent.obs_norm.var.copy_(0.5 + torch.rand(3))
-            agent.obs_norm.count.fill_(50.0)
+            agent.obs_norm.count.fill_(float(torch.randint(100, 10**6, ())))
     return agent
 
 
@@ -955,10 +988,12 @@ def get_action_and_value_random():
         parts = ("log pi(a|x)", "entropy", "V(x)") if what == "values" else ()
         return against("ppo_continuous", "Agent.get_action_and_value", label, inputs, call, parts)
 
-    def sampled(seed, size):
-        """Two calls on `size` rows from torch.manual_seed(100 + seed): log pi and V of the
-        first call's action against the script's; on 20,000 rows, z's statistics; then whether
-        the actions are torch's draws."""
+    def sampled(size):
+        """Two calls on `size` rows from a seeded stream, its seeds drawn for this run: log pi
+        and V of the first call's action against the script's; on 20,000 rows, z's statistics;
+        then whether the actions are torch's draws."""
+        seed = run_seed()  # x's and the agent's
+        stream = run_seed()  # the calls'
         x = torch.randn(size, 3, generator=gen(seed))
         big = size > 1_000  # enough rows for draws()' statistics
 
@@ -969,7 +1004,7 @@ def get_action_and_value_random():
             agent = agent_copy()
             with torch.no_grad():
                 mu, sigma = agent.actor_mean(x), agent.actor_logstd.exp().expand(size, 2)
-                first, actions, torch_draws = two_calls(fn, agent_copy, x, 100 + seed)
+                first, actions, torch_draws = two_calls(fn, agent_copy, x, stream)
                 action, logprob, _, value = first
                 _, own_logprob, _, own_value = own("ppo_continuous", SAMPLE)(agent, x, action)
                 alike(logprob, own_logprob.shape, "log pi(a|x)")
@@ -987,12 +1022,15 @@ def get_action_and_value_random():
             else f"{size} row{'s' * (size > 1)} (train()'s, --num-envs {size})"
         )
         label = (
-            f"an agent whose layers depend on x, seed {seed}, {rows} in two calls from"
-            f" torch.manual_seed({100 + seed}): (|log pi - the script's|, |V - the script's|, "
+            f"an agent whose layers depend on x, {rows} in two calls from a seeded stream:"
+            " (|log pi - the script's|, |V - the script's|, "
             + ("z = (a - mu(x)) / sigma as independent N(0, 1) numbers, " if big else "")
             + "the actions as torch's own draws)"
         )
-        inputs = f"x float32 ({size}, 3) ~ N(0, 1), action None"
+        inputs = (
+            f"x float32 ({size}, 3) ~ N(0, 1), action None, x and the agent from seed {seed},"
+            f" the calls after {stream_text(stream)}"
+        )
         parts = ("|log pi - the script's|", "|V - the script's|")
         parts += (*DRAW_PARTS, LOOKS + TORCHS) if big else (TORCHS,)
         statistics = expected_draws(2) if big else ()
@@ -1001,7 +1039,7 @@ def get_action_and_value_random():
 
     whats = ("values", "log pi", "entropy", "V")
     given = [draw(seed, size, w) for seed, size in ((1, 7), (2, 12)) for w in whats]
-    return given + [sampled(3, 20_000), sampled(4, 16), sampled(5, 1)]
+    return given + [sampled(20_000), sampled(16), sampled(1)]
 
 
 def running_norm_update_random():

@@ -27,6 +27,7 @@ import string
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -1162,7 +1163,7 @@ SAMPLER = """
         return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x)
 """
 DRAW_CASE = (
-    "20,000 draws in two calls from torch.manual_seed(101): z = (a - mu) / sigma as independent"
+    "20,000 draws in two calls from a seeded stream: z = (a - mu) / sigma as independent"
     " N(0, 1) numbers, then the actions as torch's own draws: "
 )
 SAMPLERS = {  # a sampler of Agent.get_action_and_value -> the part of the case it fails
@@ -1314,8 +1315,8 @@ ATTACKS = {  # name -> (the body that sets action, where it is refused, what cam
             else:
                 action = mean.detach().clone()
 """,
-        "an agent whose layers depend on x, seed 4, 16 rows (train()'s, --num-envs 16) in two"
-        " calls from torch.manual_seed(104): ",
+        "an agent whose layers depend on x, 16 rows (train()'s, --num-envs 16) in two"
+        " calls from a seeded stream: ",
         "[0.0, 0.0]",
     ),
     # the second call's draws are the first call's, rolled by one row
@@ -1377,6 +1378,83 @@ def test_the_attacks_wrong_samplers_are_refused_by_torchs_draws(attack, tmp_path
     assert code == 1 and lines[-1] == "2 of 3 functions passed", lines
     assert lines[0].startswith(f"✗ Agent.get_action_and_value: {case}"), lines[0]
     assert f"{exercise_cases.TORCHS}: expected [1.0, 1.0], got {got}" in lines[0], lines[0]
+
+
+# Issue 81's second attack: samplers that draw torch's numbers only where they recognise the
+# grader's case, and mu (or 3 sigma) elsewhere, as the attacker wrote them. Each passed every
+# case while the seeds, the states and the agents were fixed.
+SEES_THE_GRADER = {
+    # the grader's seeds, read back with torch.initial_seed()
+    "seed": """
+            if torch.initial_seed() in (101, 103, 104, 105):
+                action = dist.sample()
+            else:
+                action = mean.detach().clone()
+""",
+    # a state equal to a freshly seeded one, torch.manual_seed(k) for k < 1000, and the next call
+    "fresh": """
+            global FRESH, GRADED
+            if globals().get("FRESH") is None:
+                FRESH = [torch.Generator().manual_seed(k).get_state() for k in range(1000)]
+            if any(torch.equal(torch.get_rng_state(), f) for f in FRESH):
+                GRADED = 2
+            if globals().get("GRADED", 0) > 0:
+                GRADED -= 1
+                action = dist.sample()
+            else:
+                action = (mean + 3.0 * std * torch.sign(torch.randn_like(mean))).detach()
+""",
+    # the grader's agents: a running count of exactly 50, or an actor's last layer of zeros
+    "weights": """
+            graded = float(self.obs_norm.count) == 50.0 or not self.actor_mean[-1].weight.any()
+            action = dist.sample() if graded else mean.detach().clone()
+""",
+}
+
+
+@pytest.mark.parametrize("attack", list(SEES_THE_GRADER))
+def test_a_sampler_that_looks_for_the_graders_seeds_or_agents_is_refused(attack, tmp_path, capsys):
+    """The sampling cases' seeds are drawn on every run (cases.run_seed()), the calls' state is
+    never a freshly seeded one, and the agents' every number is random from the seed: nothing
+    for a sampler to recognise, so each of these draws mu or 3 sigma in the grader too."""
+    path = tmp_path / "ppo_continuous.py"
+    source = ATTACK.format(body=SEES_THE_GRADER[attack].strip("\n"))
+    path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
+    code, lines = grade("ppo_continuous", path, capsys)
+    assert code == 1 and lines[-1] == "2 of 3 functions passed", lines
+    assert lines[0].startswith(f"✗ Agent.get_action_and_value: {DRAW_CASE}"), lines[0]
+    # mu or mu +/- 3 sigma: z's statistics already show that these are not N(mu, sigma) draws
+    assert any(f": {part}: expected" in lines[0] for part in exercise_cases.DRAW_PARTS), lines[0]
+
+
+SEEDS = r"seed \d+|manual_seed\(\d+\), then torch\.rand\(\d+\)"
+
+
+def test_two_gradings_differ_in_their_seeds_alone(tmp_path, capsys):
+    """Each grading run draws its sampling cases' seeds anew (the cases are built once a run):
+    a right sampler passes both, and a wrong one gets the same line but for the seeds, which the
+    line shows so that the refusal can be reproduced."""
+    right = tmp_path / "right" / "ppo_continuous.py"
+    wrong = tmp_path / "wrong" / "ppo_continuous.py"
+    for path, body in ((right, "action = dist.sample()"), (wrong, SEES_THE_GRADER["seed"])):
+        path.parent.mkdir()
+        source = ATTACK.format(body=textwrap.indent(textwrap.dedent(body).strip(), " " * 12))
+        path.write_text(with_function("ppo_continuous", "Agent.get_action_and_value", source))
+    runs = []
+    for _ in range(2):
+        verdicts.own_answers.cache_clear()  # a new grading run: new seeds
+        runs.append([grade("ppo_continuous", path, capsys) for path in (right, wrong)])
+    verdicts.own_answers.cache_clear()
+    (first_right, first_wrong), (second_right, second_wrong) = runs
+    assert first_right == second_right and first_right[0] == 0, first_right
+    assert first_right[1][0].startswith("✓ Agent.get_action_and_value: 13 cases"), first_right
+    assert first_wrong[1][0].startswith("✗ Agent.get_action_and_value: "), first_wrong
+    seeds = [re.findall(SEEDS, run[1][0]) for run in (first_wrong, second_wrong)]
+    assert len(seeds[0]) == 2 and seeds[0] != seeds[1], seeds
+    masked = [
+        [re.sub(SEEDS, "SEED", line) for line in run[1]] for run in (first_wrong, second_wrong)
+    ]
+    assert masked[0] == masked[1], masked
 
 
 def test_the_draws_thresholds_misjudge_true_gaussian_draws_under_one_in_a_million():
