@@ -39,7 +39,7 @@ from pathlib import Path
 
 
 def class_on_the_path(argv):
-    """The folder given to --folder where Python's path holds it or a folder in it (a PYTHONPATH
+    """The folder given to --folder where Python's path holds it or an entry of it (a PYTHONPATH
     of "." or of an empty entry, as `export PYTHONPATH=$PYTHONPATH:/x` leaves, run from the
     class's folder), else None. A student's torch.py there would be imported by the grader
     itself, outside the sandbox, so this is looked at before anything is imported."""
@@ -50,7 +50,8 @@ def class_on_the_path(argv):
             top = os.path.realpath(folder or ".")
             for entry in sys.path[1:]:  # [0]: exercises/, this file's folder
                 real = os.path.realpath(entry or ".")
-                if folder and (real == top or real.startswith(top + os.sep)):
+                # the class's folder, or a student's entry in it: where their files lie
+                if folder and top in (real, os.path.dirname(real)):
                     return folder
     return None
 
