@@ -394,14 +394,14 @@ def parse_args(argv=None):
     arg("--save-model", action=on_off, default=False, help="save the weights in the run directory")
     arg(
         "--load-model",
-        type=path,
+        type=nonempty_path,
         default=None,
         help="evaluate a saved model; no files unless --run-dir",
     )
     arg("--eval-episodes", type=nonnegative_int, default=10, help="greedy episodes after training")
     arg(
         "--run-dir",
-        type=path,
+        type=nonempty_path,
         default=None,
         help="TensorBoard dir; if unset, runs/ENV__SCRIPT__SEED__TIME",
     )
@@ -411,7 +411,7 @@ def parse_args(argv=None):
     arg("--checkpoint-every", type=nonnegative_int, default=0, help="steps per checkpoint; 0: none")
     arg(
         "--resume",
-        type=path,
+        type=nonempty_path,
         metavar="RUN_DIR",
         help="go on from RUN_DIR/checkpoint.pt; given flags win",
     )
@@ -471,16 +471,14 @@ positive_int = checked(int, lambda n: n > 0, "a positive integer")
 nonnegative_int = checked(int, lambda n: n >= 0, "an integer >= 0")
 positive_float = checked(float, lambda x: 0 < x <= 1e9, "in (0, 1e9]")  # Adam: float32 steps
 nonnegative_float = checked(float, lambda x: x >= 0, "a number >= 0")
+unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
-def path(text):
+def nonempty_path(text):
     """An argparse type: "" (an unset shell variable, say) is refused, not taken as no flag."""
     if not text:
         raise argparse.ArgumentTypeError("must be a path, got ''")
     return text
-
-
-unit_interval = checked(float, lambda x: 0 <= x <= 1, "in [0, 1]")
 
 
 def set_up(args):
