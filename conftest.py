@@ -9,6 +9,7 @@ and their grader, docs/test_docs.py the docs and the notebooks, docs/test_site.p
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,12 @@ HANG = 600
 # worker a core, and every core for each backfires beside the others (docs/results.md, threads).
 # The scripts take theirs from --threads; a test that needs more sets them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# A shell starts a background job (`python -m pytest &`, nohup, a script's `&`) with Ctrl-C
+# ignored, and every program the job starts inherits that: the scripts would never see the
+# Ctrl-C the tests send them, and run on to exit 0. A Python handler here, not an ignored signal,
+# is what each program the tests start gets back as the default (exec resets a handled signal).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # The five scripts, long_runs.py and envs/ first (import ppo_gae), then exercises/ (import cases,
 # the hand-worked case table that test_all.py and the grader both read), whose blank ppo_gae.py
 # must never stand in for the script

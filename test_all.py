@@ -1300,6 +1300,28 @@ def test_a_command_in_the_zygote_is_the_command_in_a_fresh_python(end, status, t
     assert runs[0][1].startswith(f"__main__ ['a', 'b'] {tmp_path} True"), runs
 
 
+IGNORED = """import os, signal, subprocess, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a background job (`&`, nohup)
+sys.path.insert(0, sys.argv[1])
+from conftest import python
+shows = ["-c", "import signal as s; print(s.getsignal(s.SIGINT) == s.default_int_handler)"]
+for fresh in ("0", "1"):
+    print(python(shows, ".", dict(os.environ, LADDER_FRESH=fresh)).stdout.strip())
+print(subprocess.run([sys.executable, *shows], capture_output=True, text=True).stdout.strip())
+"""
+
+
+def test_the_commands_tests_start_see_ctrl_c_though_the_tests_were_started_ignoring_it(tmp_path):
+    # `python -m pytest &` ignores SIGINT, and so did every script the tests started: the tests
+    # of Ctrl-C then failed with exit 0. The zygote, a fresh python and a plain subprocess each
+    # start with Python's own handler, as a command typed in a terminal does.
+    (tmp_path / "ignored.py").write_text(IGNORED)
+    done = subprocess.run(
+        [sys.executable, "ignored.py", str(ROOT)], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.stdout.split() == ["True"] * 3, done.stderr
+
+
 @by_name(SCRIPTS)
 def test_help_marks_the_flags_that_need_long_runs(script, capsys):
     with pytest.raises(SystemExit):
