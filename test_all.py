@@ -1985,11 +1985,11 @@ def test_watch_plays_the_saved_agent_in_a_window(tmp_path):
             env=env | {"DISPLAY": display},
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=HANG,
         )
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        server.wait(timeout=HANG)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "evaluation over 2 episodes" in done.stdout
     frames = re.search(r"drawn (\d+) \['x11'\]", done.stdout)
@@ -2632,7 +2632,7 @@ def test_ctrl_c_at_any_import_of_the_start_ends_with_130_and_no_traceback(tmp_pa
         command = [sys.executable, str(driver), moment, str(script.path), *argv]
         command += [*flags("--total-timesteps 64 --num-envs 2 --eval-episodes 1 --run-dir")]
         command += [run_dir]
-        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
 
     loaded = run("-", "all").stderr.split()
     assert len(loaded) > 100, loaded  # torch's own, at least
@@ -4398,7 +4398,7 @@ FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))  # more, to look hard
 # What sets a run's length is drawn no larger than this (or as a value the script refuses): an
 # accepted run takes under a second, 6 s at the most (64 updates of one step, each filmed and
 # checkpointed, then a filmed 999-step MountainCarContinuous evaluation), so one still going at
-# the deadline, 20 times that, is a hang however busy the machine
+# the deadline, HANG (100 times that), is a hang however busy the machine
 FUZZ_CAPS = dict(total_timesteps=64, num_envs=4, num_steps=16, eval_episodes=1, critic_hidden=256)
 FUZZ_CAPS |= dict(update_epochs=4, train_pi_iters=4, train_v_iters=8)
 INT_EDGES = ["0", "1", "-1", "2", "7", "64", "2147483647", "2147483648", "-2147483648"]
@@ -4545,8 +4545,8 @@ def test_any_flags_any_values_exit_0_1_or_2_in_one_line(script):
     from hypothesis import strategies as st
 
     # A time-out fails. With the sizes drawn within FUZZ_CAPS, a run ends within 6 s on a quiet
-    # machine and within 30 s at a load of 5; one still going after 120 s is a hang.
-    source = inspect.getsource(fuzz_child) + f"\nfuzz_child({str(script.path)!r}, 120.0)\n"
+    # machine and within 30 s at a load of 5; one still going after HANG seconds is a hang.
+    source = inspect.getsource(fuzz_child) + f"\nfuzz_child({str(script.path)!r}, {HANG})\n"
     # TORCHDYNAMO_DISABLE: a drawn --compile runs eager, not 10 s of compiling past the deadline
     env = dict(os.environ, WANDB_MODE="disabled", PYTHONPATH=str(ROOT), TORCHDYNAMO_DISABLE="1")
     child = subprocess.Popen(
