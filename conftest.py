@@ -112,6 +112,8 @@ argv, cwd, env, out, err = zygote()
 os.chdir(cwd)
 os.environ.clear()
 os.environ.update(env)
+import tempfile
+tempfile.tempdir = None  # the zygote's, found as it loaded torch: the command's TMPDIR instead
 os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
 os.dup2(os.open(out, os.O_WRONLY), 1)
 os.dup2(os.open(err, os.O_WRONLY), 2)

@@ -1266,9 +1266,9 @@ def test_an_env_with_no_time_limit_is_cut_at_1000_steps(script, tmp_path):
 # ----------------------------------------------------------------------------------------------
 
 
-SHOWS = """import os, sys
+SHOWS = """import os, sys, tempfile
 print(__name__, sys.argv[1:], os.getcwd(), sys.path[1] == os.path.abspath("extra"), flush=True)
-print(sys.stdin.read() == "", os.environ["ASKED"], file=sys.stderr, flush=True)
+print(sys.stdin.read() == "", os.environ["ASKED"], tempfile.gettempdir(), file=sys.stderr)
 {end}
 """
 
@@ -1287,9 +1287,11 @@ print(sys.stdin.read() == "", os.environ["ASKED"], file=sys.stderr, flush=True)
 def test_a_command_in_the_zygote_is_the_command_in_a_fresh_python(end, status, tmp_path):
     """conftest.python runs commands in a fork of a python that has imported torch: each gives
     what a fresh interpreter gives (status, stdout, stderr, __main__, argv, cwd, the path,
-    PYTHONPATH, an empty stdin, the environment, atexit, an uncaught exception's traceback)."""
+    PYTHONPATH, an empty stdin, the environment and TMPDIR, atexit, an uncaught exception's
+    traceback)."""
     (tmp_path / "shows.py").write_text(SHOWS.format(end=end))
-    env = dict(os.environ, PYTHONPATH="extra", ASKED="yes")
+    (tmp_path / "tmp").mkdir()
+    env = dict(os.environ, PYTHONPATH="extra", ASKED="yes", TMPDIR=str(tmp_path / "tmp"))
     runs = []
     for fresh in ("0", "1"):
         env["LADDER_FRESH"] = fresh
@@ -1298,6 +1300,7 @@ def test_a_command_in_the_zygote_is_the_command_in_a_fresh_python(end, status, t
         runs.append((done.returncode, done.stdout, lines[0], lines[-1:], len(lines) > 2))
     assert runs[0] == runs[1] and runs[0][0] == status, runs
     assert runs[0][1].startswith(f"__main__ ['a', 'b'] {tmp_path} True"), runs
+    assert runs[0][2] == f"True yes {tmp_path / 'tmp'}", runs
 
 
 IGNORED = """import os, signal, subprocess, sys

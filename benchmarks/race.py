@@ -124,6 +124,7 @@ def peer(env_id, seed, total_timesteps, log):
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(1)  # one core each
@@ -145,6 +146,7 @@ def peer(env_id, seed, total_timesteps, log):
 
     with open(log, "w") as out:
         model = PPO(policy, envs, seed=seed, device="cpu", **kwargs)
+        model.set_logger(Logger(None, []))  # else SB3 makes an empty folder in /tmp each run
         model.learn(total_timesteps=total_timesteps, callback=Episodes())
 
 

@@ -38,6 +38,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
 from torch.utils.tensorboard import SummaryWriter
 
@@ -185,6 +186,9 @@ def main(args):
     if args.recipe:  # observations and rewards normalized, each clipped at 10
         env = VecNormalize(env, gamma=hp["gamma"], clip_obs=10.0, clip_reward=10.0)
     model = PPO(policy, env, seed=args.seed, device="cpu", verbose=0, **hp)
+    # A logger that writes nowhere: SB3's own, unasked, makes an empty SB3-<time> folder in the
+    # system's temp folder for every run (this tool logs through the callback)
+    model.set_logger(Logger(None, []))
     model.learn(total_timesteps, callback=TensorBoardCallback(writer, total_timesteps))
 
     eval_returns = []

@@ -850,10 +850,12 @@ def test_each_tool_runs_to_its_end_at_its_smallest_settings(tool, tmp_path):
             shutil.copy(results / "mujoco_vs_sb3" / folder / "raw.json", tmp_path / name)
     command = [sys.executable, str(ROOT / "benchmarks" / tool.split()[0])]
     command += [word.replace("OUT", str(tmp_path)) for word in shlex.split(argv)]
-    done = python(command[1:], ROOT, dict(os.environ))
+    (tmp_path / "tmp").mkdir()  # the system's temp folder, as the tool sees it
+    done = python(command[1:], ROOT, dict(os.environ, TMPDIR=str(tmp_path / "tmp")))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr
     assert all((tmp_path / name).exists() for name in writes), sorted(tmp_path.rglob("*"))
+    assert not list((tmp_path / "tmp").glob("SB3-*"))  # SB3's logger's folder, unasked
     tables = [(tmp_path / name).read_text() for name in writes if name.endswith(".md")]
     if tool != "sb3_ppo.py":  # a run, which run.py tabulates
         assert "|---|" in done.stdout + "".join(tables)
