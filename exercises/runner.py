@@ -32,6 +32,7 @@ import json
 import linecache
 import math
 import os
+import re
 import resource
 import signal
 import sys
@@ -152,30 +153,25 @@ def dumps(message):
 def loads(data):
     """A message, refused (ValueError) where it nests deeper than any value may (json's own
     parser recurses) or holds more lists and dicts than any answer needs: counted first,
-    outside strings."""
-    depth = deepest = containers = 0
-    in_string = escaped = False
-    for byte in data:  # a loop in Python, over messages the grader bounds in size
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # "
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            containers += 1
-            deepest = max(deepest, depth)
-            if deepest > 2 * DEPTH + 8:
-                raise ValueError("a message nested too deep")
-            if containers > CONTAINERS:
-                raise ValueError("a message of too many values")
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+    outside strings. The strings are cut out by a regular expression and the brackets left
+    counted by numpy: a loop in Python over each byte took 35 ms a MiB, this takes 7 ms, and
+    the grader reads some 5 MiB of answers from each child of ppo_continuous.py."""
+    brackets = STRING.sub(b"", data).translate(None, NOT_BRACKETS)
+    opens = numpy.isin(numpy.frombuffer(brackets, numpy.uint8), OPENS)
+    depth = numpy.cumsum(numpy.where(opens, 1, -1))
+    too_deep = numpy.flatnonzero(opens & (depth > 2 * DEPTH + 8))
+    too_many = numpy.flatnonzero(opens & (numpy.cumsum(opens) > CONTAINERS))
+    if too_deep.size and not (too_many.size and too_many[0] < too_deep[0]):
+        raise ValueError("a message nested too deep")
+    if too_many.size:
+        raise ValueError("a message of too many values")
     return json.loads(data)
+
+
+# A string: from its quote to the next quote no backslash escapes, or to the message's end
+STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+OPENS = numpy.array(list(b"[{"), numpy.uint8)
 
 
 # ---- the student's file ---------------------------------------------------------------------

@@ -39,7 +39,7 @@ def grade(rung, path, limit=TIME_LIMIT, strict=True, only=None, memory=MEMORY_LI
         bwrap = sandbox()
         if bwrap is None:
             warn_once()
-        loads, results = answers_of({rung: text}, limit, memory, bwrap)
+        loads, results = answers_of({rung: text}, limit, memory, bwrap, only)
         why = loads.get(rung) and f"cannot load {path}: {loads[rung]}"
     if why is not None:
         if strict:

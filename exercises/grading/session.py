@@ -52,6 +52,11 @@ def backstop(limit):
     return WALL_TIMES * limit + WALL_MORE
 
 
+def plain(runs, **streams):
+    """The child where no sandbox starts: a process of its own, in a session of its own."""
+    return subprocess.Popen(runs, cwd="/", start_new_session=True, **streams)
+
+
 class Session:
     """One student's child, in the sandbox (or, where none can start, as a plain process of its
     own), answering the grader's requests. Each request waits until its Deadline: the CPU time
@@ -84,7 +89,7 @@ class Session:
                     self.cgroup.remove()
                 raise Stop("its sandbox could not start") from None
         else:
-            self.process = subprocess.Popen(runs, cwd="/", start_new_session=True, **streams)
+            self.process = plain(runs, **streams)
         self.requests = Connection(os.dup(self.process.stdin.fileno()), readable=False)
         self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
         self.process.stdin.close()
@@ -403,17 +408,19 @@ def student_error(name, message):
     return type(one_line(name, 80) or "Exception", (Exception,), {})(message)
 
 
-def answers_of(texts, limit, memory, bwrap):
+def answers_of(texts, limit, memory, bwrap, only=None):
     """A student's answers: ({rung: None if its file loaded, else why not}, {(rung, name): (its
     answers, how they stopped: "done", "missing", "unwritten", or why)}). texts: {rung: the
-    file's text, or a Notebook}. Their files run in one child at a time, which reads, parses and
-    compiles each on the student's time; a function that runs past its time, ends its child, or
-    leaves a thread or a process running beside it, is ended with it, and a new child goes on
-    with the functions after it. Nothing the child does moves a deadline: each function has
+    file's text, or a Notebook}; only: the one function to grade (a notebook's check cell), or
+    None for all. Their files run in one child at a time, which reads, parses and compiles each
+    on the student's time; a function that runs past its time, ends its child, or leaves a
+    thread or a process running beside it, is ended with it, and a new child goes on with the
+    functions after it. Nothing the child does moves a deadline: each function has
     `limit` seconds of CPU time, and backstop(limit) on the clock; the student a sum fixed
     before the first, on the clock."""
     loads, results = {}, {}
-    count = sum(len(cases.EXERCISES[rung]) for rung in texts)
+    graded = {rung: [n for n in cases.EXERCISES[rung] if only in (None, n)] for rung in texts}
+    count = sum(len(names) for names in graded.values())
     wall = backstop(limit)
     student_deadline = time.monotonic() + START_LIMIT + wall * (3 * count + len(texts))
     late = (
@@ -426,7 +433,7 @@ def answers_of(texts, limit, memory, bwrap):
     budget = [RECEIVED_LIMIT]  # what all of the student's children may send
     try:
         for rung, text in texts.items():
-            for name in cases.EXERCISES[rung]:
+            for name in graded[rung]:
                 try:
                     if session is not None and session.rung == rung and session.busy():
                         session.close()  # what it left would share the next function's time
