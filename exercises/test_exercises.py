@@ -11,10 +11,14 @@ Run: python -m pytest -q exercises/test_exercises.py
      reward-to-go check in the grader; the answers in words of exercises.ipynb.
 """
 
+import array
 import ast
+import collections
+import contextlib
 import csv
 import inspect
 import itertools
+import json
 import keyword
 import linecache
 import math
@@ -22,6 +26,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import socket
 import string
 import subprocess
@@ -75,6 +80,138 @@ def grade(rung, path, capsys, *argv):
     return code, [line for line in lines if not line.startswith("check.py: note: not sandboxed")]
 
 
+# A grading's child imports torch as it starts: 1.5 s of a core, most of what a one-file grading
+# costs. Where a test is about verdicts (a planted mistake, a sampler, a right answer in another
+# form) and not about the sandbox, its children are forks of one python that has imported the
+# runner's modules (torch, numpy) once: ZYGOTE below, started once a test worker. Each fork runs
+# runner.main() as `python -I runner.py MEMORY SECONDS 0` would, in a session of its own, its
+# standard streams the grader's pipes; the grader talks to it, times it and kills it as it does
+# any child without a sandbox (session.plain). The sandbox's own tests, and every test of a
+# class, a notebook or the command line, start their children as the grader does.
+ZYGOTE = """
+import array, gc, json, os, socket, sys
+sys.path.insert(0, sys.argv[1])
+import runner  # torch and numpy, as the runner imports them
+sys.path.remove(sys.argv[1])  # as `python -I runner.py` has it: not the runner's folder
+sys.modules["__main__"] = sys.modules.pop("runner")
+gc.freeze()  # what those made lives as long as each child
+control = socket.socket(fileno=int(sys.argv[2]))
+while True:
+    fds = array.array("i")
+    data, ancillary, _, _ = control.recvmsg(4096, socket.CMSG_SPACE(2 * fds.itemsize))
+    if not data:
+        break
+    kind, argument = json.loads(data)
+    if kind == "wait":
+        _, status = os.waitpid(argument, 0)
+        control.send(json.dumps(os.waitstatus_to_exitcode(status)).encode())
+        continue
+    for _, _, fd_data in ancillary:
+        fds.frombytes(fd_data[: len(fd_data) - len(fd_data) % fds.itemsize])
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        os.chdir("/")
+        os.dup2(fds[0], 0)
+        os.dup2(fds[1], 1)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        os.closerange(3, 1 << 16)
+        sys.argv = ["runner.py", *argument]
+        try:
+            runner.main()
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 1
+        except BaseException:
+            code = 1
+        os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    control.send(json.dumps(pid).encode())
+"""
+
+
+class Forked:
+    """A fork of the zygote, as session.py uses the Popen of a child: pid, stdin and stdout
+    (the grader's ends of its pipes), kill() and wait() (its exit status, as Popen gives it)."""
+
+    control = None  # a socket to this worker's zygote, which ends when the worker does
+
+    def __init__(self, runs, stdin, stdout, stderr):
+        if Forked.control is None:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            fd = str(theirs.fileno())
+            folder = str(ROOT / "exercises")
+            subprocess.Popen(
+                [sys.executable, "-I", "-c", ZYGOTE, folder, fd],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+            )
+            theirs.close()
+            Forked.control = ours
+        to_child, ours_in = os.pipe()
+        ours_out, from_child = os.pipe()
+        rights = array.array("i", [to_child, from_child])
+        message = json.dumps(["start", runs[3:]]).encode()
+        Forked.control.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])
+        os.close(to_child)
+        os.close(from_child)
+        self.pid = json.loads(Forked.control.recv(4096))
+        self.stdin = open(ours_in, "wb")
+        self.stdout = open(ours_out, "rb")
+        self.returncode = None
+
+    def kill(self):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self):
+        if self.returncode is None:
+            Forked.control.send(json.dumps(["wait", self.pid]).encode())
+            self.returncode = json.loads(Forked.control.recv(4096))
+        return self.returncode
+
+
+@pytest.fixture
+def forked(monkeypatch):
+    """The grader's children forked from the zygote, outside a sandbox (the grader's note that
+    says so is dropped by grade())."""
+    monkeypatch.setattr(command_line, "sandbox", lambda: None)
+    monkeypatch.setattr(session, "plain", Forked)
+
+
+def test_a_forked_child_grades_as_a_child_the_grader_starts(tmp_path, capsys, monkeypatch):
+    """The verdict tests' device: a file graded in a fork of the zygote gets, line for line,
+    what it gets in the child the grader starts where it has no sandbox (which gives what the
+    sandbox gives, but for the note that says so): a right file, a planted mistake, a function
+    that ends its process, a loop past its time limit."""
+    files = {
+        "right": exercise_maker.exercise("reinforce", solved=True),
+        "planted": with_function("reinforce", *PLANTED["reinforce"][0][::2]),
+        "ends": wrong_file("reinforce", "discounted_returns", "    os._exit(3)\n"),
+        "loops": wrong_file("reinforce", "discounted_returns", "    return sum(range(10**11))\n"),
+    }
+    for name, text in files.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "reinforce.py").write_text(text)
+
+    def graded():
+        paths = [tmp_path / n / "reinforce.py" for n in files]
+        found = [grade("reinforce", path, capsys, "--time-limit", "1") for path in paths]
+        return [
+            (code, [re.sub(r"\d+(\.\d+)? s of CPU", "N s of CPU", x) for x in lines])
+            for code, lines in found
+        ]
+
+    monkeypatch.setattr(command_line, "sandbox", lambda: None)
+    plain = graded()
+    monkeypatch.setattr(session, "plain", Forked)
+    assert graded() == plain, plain
+    assert [code for code, _ in plain] == [0, 1, 1, 1]
+    assert "ended its process (exit status 3)" in plain[2][1][0], plain[2]
+    assert "time limit" in plain[3][1][0], plain[3]
+
+
 def test_the_exercises_are_generated_from_the_scripts():
     assert exercise_maker.main(["--check"]) == 0  # else: python exercises/make.py
     for rung, blanks in exercise_cases.EXERCISES.items():
@@ -87,7 +224,9 @@ def test_the_exercises_are_generated_from_the_scripts():
 
 
 @pytest.mark.parametrize("rung", list(exercise_cases.EXERCISES))
-def test_the_scripts_pass_every_check_and_blanks_are_not_written_yet(rung, tmp_path, capsys):
+def test_the_scripts_pass_every_check_and_blanks_are_not_written_yet(
+    rung, tmp_path, capsys, forked
+):
     names = list(exercise_cases.EXERCISES[rung])
     functions = f"function{'s' * (len(names) > 1)} passed"
     code, lines = grade(rung, ROOT / f"{rung}.py", capsys)
@@ -929,7 +1068,7 @@ def planted_files():
     list(planted_files()),
     ids=lambda v: "+".join(v) if isinstance(v, dict) else str(v),
 )
-def test_the_grader_catches_planted_mistakes(rung, k, planted, tmp_path, capsys):
+def test_the_grader_catches_planted_mistakes(rung, k, planted, tmp_path, capsys, forked):
     text = None
     for name, (_, source) in planted.items():
         text = with_function(rung, name, source, text)
@@ -1192,7 +1331,9 @@ SAMPLERS = {  # a sampler of Agent.get_action_and_value -> the part of the case 
 
 
 @pytest.mark.parametrize("sampler", list(SAMPLERS))
-def test_a_sampler_not_gaussian_is_told_which_statistic_its_draws_fail(sampler, tmp_path, capsys):
+def test_a_sampler_not_gaussian_is_told_which_statistic_its_draws_fail(
+    sampler, tmp_path, capsys, forked
+):
     """A sampler whose draws are not torch's is refused; where they are not even independent
     N(mu, sigma) numbers, the line names the statistic that shows it (cases.draws), before the
     comparison with torch's draws, and no named mistake."""
@@ -1216,7 +1357,7 @@ TORCH_FORMS = {  # from the seeded state, each draws the script's numbers: never
 
 
 @pytest.mark.parametrize("draw", list(TORCH_FORMS.values()), ids=list(TORCH_FORMS))
-def test_torchs_samplers_pass_every_time(draw, tmp_path, capsys):
+def test_torchs_samplers_pass_every_time(draw, tmp_path, capsys, forked):
     """Each of torch's forms draws the script's numbers from the state given (torch 2.x on a
     CPU), on 20,000 rows and on train()'s 16 and 1: a ✓ that no run can take away."""
     path = tmp_path / "ppo_continuous.py"
@@ -1255,7 +1396,9 @@ NOT_TORCHS_SAMPLERS = {  # N(mu, sigma) draws, but not torch's from the given st
 
 
 @pytest.mark.parametrize("draw", list(NOT_TORCHS_SAMPLERS.values()), ids=list(NOT_TORCHS_SAMPLERS))
-def test_a_gaussian_sampler_not_torchs_is_refused_with_the_named_mistake(draw, tmp_path, capsys):
+def test_a_gaussian_sampler_not_torchs_is_refused_with_the_named_mistake(
+    draw, tmp_path, capsys, forked
+):
     """Draws from numpy or Python's random, a row at a time, or in float64: N(mu, sigma), but
     not the script's numbers from the seed (torch draws a float32 batch of 16 numbers or more
     in a way of its own, a row of 2 or a float64 tensor in another). Refused every time, by
@@ -1367,7 +1510,7 @@ ATTACK = """
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
-def test_the_attacks_wrong_samplers_are_refused_by_torchs_draws(attack, tmp_path, capsys):
+def test_the_attacks_wrong_samplers_are_refused_by_torchs_draws(attack, tmp_path, capsys, forked):
     """Each passes every statistic of cases.draws(); each is refused by the comparison with the
     script's draws from the same seed, on 20,000 rows or on train()'s 16."""
     body, case, got = ATTACKS[attack]
@@ -1413,7 +1556,9 @@ SEES_THE_GRADER = {
 
 
 @pytest.mark.parametrize("attack", list(SEES_THE_GRADER))
-def test_a_sampler_that_looks_for_the_graders_seeds_or_agents_is_refused(attack, tmp_path, capsys):
+def test_a_sampler_that_looks_for_the_graders_seeds_or_agents_is_refused(
+    attack, tmp_path, capsys, forked
+):
     """The sampling cases' seeds are drawn on every run (cases.run_seed()), the calls' state is
     never a freshly seeded one, and the agents' every number is random from the seed: nothing
     for a sampler to recognise, so each of these draws mu or 3 sigma in the grader too."""
@@ -1430,7 +1575,7 @@ def test_a_sampler_that_looks_for_the_graders_seeds_or_agents_is_refused(attack,
 SEEDS = r"seed \d+|manual_seed\(\d+\), then torch\.rand\(\d+\)"
 
 
-def test_two_gradings_differ_in_their_seeds_alone(tmp_path, capsys):
+def test_two_gradings_differ_in_their_seeds_alone(tmp_path, capsys, forked):
     """Each grading run draws its sampling cases' seeds anew (the cases are built once a run):
     a right sampler passes both, and a wrong one gets the same line but for the seeds, which the
     line shows so that the refusal can be reproduced."""
@@ -2197,8 +2342,17 @@ def wrong_file(rung, name, body):
     return imports + with_function(rung, name, head + body)
 
 
+# What ends or outlives the child, graded as the grader starts it (the others are answers)
+ENDS_THE_CHILD = ("os._exit(0)", "a loop that catches BaseException", "a loop in C")
+ENDS_THE_CHILD += ("a thread left running",)
+
+
 @pytest.mark.parametrize("why", list(WHY))
-def test_every_failure_is_a_line_and_the_other_functions_are_still_graded(why, tmp_path, capsys):
+def test_every_failure_is_a_line_and_the_other_functions_are_still_graded(
+    why, tmp_path, capsys, request
+):
+    if why not in ENDS_THE_CHILD:
+        request.getfixturevalue("forked")
     rung, name, body, says = WHY[why]
     path = tmp_path / f"{rung}.py"
     path.write_text(wrong_file(rung, name, body))
@@ -2532,6 +2686,57 @@ def test_a_function_ends_on_the_graders_clock_whatever_its_child_sends(
     assert left == []
 
 
+def counted_by_each_byte(data):
+    """What runner.loads refuses, as a loop over each byte finds it: the first list or dict
+    that nests past 2 * DEPTH + 8, or is the CONTAINERS + 1-th, outside strings."""
+    depth = containers = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"[{":
+            depth += 1
+            containers += 1
+            if depth > 2 * runner.DEPTH + 8:
+                return "a message nested too deep"
+            if containers > runner.CONTAINERS:
+                return "a message of too many values"
+        elif byte in b"]}":
+            depth -= 1
+    return None
+
+
+def test_a_message_is_refused_where_a_loop_over_each_byte_refuses_it():
+    """runner.loads counts the brackets outside strings at C's speed: its refusals are those of
+    a loop over every byte, on messages that escape quotes, end inside a string or a backslash,
+    close more than they open, and reach each limit or stop one short of it."""
+    import random
+
+    rng = random.Random(0)
+    parts = [*(bytes([b]) for b in b'[]{}"\\a,: '), b"[" * 40, b"{" * 40, b"]" * 40]
+    messages = [b"".join(rng.choices(parts, k=rng.randint(0, 16))) for _ in range(20_000)]
+    deep, many = 2 * runner.DEPTH + 8, runner.CONTAINERS
+    messages += [b"[" * n + b"]" * n for n in (deep, deep + 1)]
+    messages += [b"[" + b"[]," * (n - 2) + b"[]]" for n in (many, many + 1)]
+    messages += [b'["' + b"[" * 200 + b'"]', b'["\\"' + b"[" * 200 + b'"]', b"[" * 100 + b'"']
+    messages += [b'["\\' + b"[" * 100, b"]" * 100_000 + b"[" * (deep + 1), b"{" * (many + 1)]
+    # which limit a message passes first: the count; the depth; both at one bracket (the depth)
+    messages += [b"[]" * (many - n) + b"[" * (deep + 1) for n in (1, deep + 1, deep)]
+    refused = collections.Counter()
+    for data in messages:
+        try:
+            runner.loads(data)
+            why = None
+        except ValueError as error:
+            why = str(error) if str(error).startswith("a message") else None
+        assert why == counted_by_each_byte(data), data[:80]
+        refused[why] += 1
+    assert refused[None] > 1000 and refused["a message nested too deep"] > 1000, refused
+    assert refused["a message of too many values"] == 2, refused
+
+
 ODD_CLASS = """    class Forged:
         pass
     Forged.__name__ = "x\\n✓ compute_gae: 10 cases passed\\n2 of 2 functions passed\\x1b[2K"
@@ -2598,7 +2803,9 @@ def test_what_the_teacher_reads_is_the_graders_one_row_a_student(tmp_path):
     assert "RecursionError" in by_name["deep"][3]
 
 
-def test_an_input_changed_in_place_is_seen_whatever_the_file_does_to_torch(tmp_path, capsys):
+def test_an_input_changed_in_place_is_seen_whatever_the_file_does_to_torch(
+    tmp_path, capsys, forked
+):
     """The in-place check compares, in the grader, what was sent with what came back: a file
     that makes torch.equal always true changes nothing."""
     path = tmp_path / "ppo_gae.py"
@@ -2616,6 +2823,26 @@ def test_an_input_changed_in_place_is_seen_whatever_the_file_does_to_torch(tmp_p
     assert code == 1 and lines[0].endswith(
         "changed its input values in place (train() uses it again)"
     )
+
+
+def test_a_check_cell_grades_its_own_function_and_no_other(tmp_path, capsys, forked):
+    """A notebook's check cell (check.py RUNG --file F --only NAME) grades NAME alone: the
+    rung's other functions are never asked for, so a loop in one of them costs the cell no
+    time and no answer of theirs reaches its line."""
+    loop = "    while True:\n        pass\n"
+    text = wrong_file("ppo_continuous", "adapted_lr", loop)
+    loads, results = session.answers_of(
+        {"ppo_continuous": text}, 60, 1024, None, "RunningNorm.update"
+    )
+    assert loads == {"ppo_continuous": None} and list(results) == [
+        ("ppo_continuous", "RunningNorm.update")
+    ]
+    assert results["ppo_continuous", "RunningNorm.update"][1] == "done"
+    path = tmp_path / "ppo_continuous.py"
+    path.write_text(text)
+    code, lines = grade("ppo_continuous", path, capsys, "--only", "RunningNorm.update")
+    assert code == 0 and len(lines) == 2 and lines[0].startswith("✓ RunningNorm.update: "), lines
+    assert lines[1] == "1 of 1 function passed"
 
 
 @needs_sandbox
@@ -2995,7 +3222,7 @@ def test_a_class_folder_on_pythons_path_is_refused_before_a_students_file_can_ru
     assert list(marks.iterdir()) == []
 
 
-def test_a_random_state_the_child_forges_is_what_the_grader_cannot_read(tmp_path, capsys):
+def test_a_random_state_the_child_forges_is_what_the_grader_cannot_read(tmp_path, capsys, forked):
     """A file that patches torch.get_rng_state, so that the child sends back 10 bytes as the
     stream after each call: the function gets ✗ "sent what the grader cannot read", not the
     grader's own set_rng_state error charged to the student as "raised RuntimeError"."""
@@ -3658,7 +3885,7 @@ NAN_OVER_HALF = """    with torch.no_grad():
 
 
 def test_an_input_changed_in_place_is_seen_bit_for_bit_and_inf_is_no_named_mistake(
-    tmp_path, capsys
+    tmp_path, capsys, forked
 ):
     """A value loss that writes NaN over its inputs' entries of 0.5 changed its input; a
     return of inf is a ✗ line with the numbers alone, no mistake named."""
@@ -3875,7 +4102,7 @@ HUGE = """    os.calls = getattr(os, "calls", 0) + 1
 
 
 def test_an_answer_too_large_for_its_case_is_never_built_into_python_lists(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, forked
 ):
     """Answers whose lists and numbers would be far more, or nest far deeper, than their
     case's expected value (an empty tensor of 21 dimensions, a column 31 deep, two million
