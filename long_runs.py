@@ -40,6 +40,7 @@ the envs' wrappers (NormalizeReward's, say) beside the Agent's state_dict.
 import argparse
 import copy
 import importlib
+import importlib.util
 import os
 import random
 import shlex
@@ -298,6 +299,8 @@ class LongRun:
         env.reset(seed=0)  # the env's own error here is not the renderer's: its traceback
         try:
             env.render()  # a missing renderer (pygame) fails now, not after training
+            if importlib.util.find_spec("moviepy") is None:  # before RecordVideo makes a folder
+                raise ImportError('MoviePy is not installed, run `pip install "gymnasium[other]"`')
             episodes = lambda _: True  # noqa: E731
             return gym.wrappers.RecordVideo(env, f"{self.run_dir}/videos", episode_trigger=episodes)
         except Exception as error:  # no moviepy, no pygame, no OpenGL for MuJoCo

@@ -597,6 +597,8 @@ def set_up(args):
     events = folder and any(Path(run_dir).glob("events.out.tfevents.*"))
     checkpoint = run_dir and os.path.exists(f"{run_dir}/checkpoint.pt")
     if not args.resume and (events or checkpoint):
+        if running(run_dir):  # long_runs.py's lock: --resume would be refused too
+            fail(f"the run in {run_dir} is going on in another process; wait for its end")
         afresh = "to start afresh, give another --run-dir or delete it"
         resume = f"--resume={importlib.import_module('shlex').quote(run_dir)}"  # to paste as is
         go_on = f"{resume} goes on" if checkpoint else "with no checkpoint, it cannot go on"
@@ -608,6 +610,22 @@ def set_up(args):
     if args.cuda and device.type == "cpu":
         print(f"{SCRIPT}: warning: no usable GPU for --cuda; using the CPU", file=sys.stderr)
     return device, run_dir
+
+
+def running(run_dir):
+    """Whether another process holds run_dir's lock (long_runs.lock): a run going on in it."""
+    try:
+        fcntl = importlib.import_module("fcntl")  # POSIX; on Windows, no lock
+    except ImportError:
+        return False
+    folder = os.open(run_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_SH | fcntl.LOCK_NB)  # refused while one holds LOCK_EX
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(folder)
 
 
 def compiles(device):
@@ -665,6 +683,8 @@ def make_env(args, device):
         raise  # a bug of the env's module: its traceback
     in_torch = "device" in spec.kwargs  # an env in torch (envs/cartpole_torch.py), on `device`
     render_mode = "rgb_array" if args.capture_video else None  # to film
+    if render_mode and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")  # else SDL, seeking a screen, prints
     kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
     kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # if none: cut
     if args.async_envs:  # each env in a process of its own (long_runs.py)
@@ -803,7 +823,12 @@ class Log:
         gone = code == errno.ENOENT and self.run_dir and not os.path.isdir(self.run_dir)
         if gone or code in (errno.ENOSPC, errno.EDQUOT):
             why = f"the run folder {self.run_dir} is gone" if gone else os.strerror(code)
-            fail(f"cannot write {os.fsdecode(error.filename or self.run_dir)}: {why}", OSError)
+            fail(f"cannot write {os.fsdecode(error.filename or self.events())}: {why}", OSError)
+
+    def events(self):  # an error that names no file is TensorBoard's: save() names its own
+        pattern = f"events.out.tfevents.*.{os.getpid()}.*"  # TIME.HOST.PID.N: this process's
+        ours = sorted(Path(self.run_dir).glob(pattern)) if self.run_dir else []
+        return ours[-1] if ours else self.run_dir  # the newest; none: the folder is gone
 
     def iterations(self, num_iterations):  # 1 to N (None: till train() stops), on from the last
         rollout = self.args.num_envs * self.args.num_steps  # update; --load-model: none
@@ -951,6 +976,9 @@ def long_run_class(args):
 def load_weights(agent, path, env_id):
     """--load-model: what --save-model wrote, or a checkpoint's "agent"; as data, never code.
     A file of the weights alone (--save-model's before 2026-11-28) is taken as this script's."""
+    if os.path.isdir(path):  # a run folder: the weights are a file in it
+        found = ", ".join(sorted(str(p) for p in Path(path).glob("*.pt"))) or "none"
+        fail(f"--load-model {path} is a folder: give a file of weights (there: {found})")
     if not os.path.isfile(path):
         fail(f"--load-model {path}: no such file")
     try:

@@ -1483,6 +1483,32 @@ def test_capture_video_without_a_renderer_is_one_line_before_training(
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.skipif(not installed("pygame"), reason="needs pygame")
+def test_capture_video_without_moviepy_is_one_line_and_leaves_no_folder(
+    tmp_path, capsys, monkeypatch
+):
+    # The run folder and its videos/ were left behind, empty: gymnasium's RecordVideo makes
+    # the folder before it looks for moviepy.
+    monkeypatch.setitem(sys.modules, "moviepy", None)  # as if not installed
+    script = SCRIPTS[2]
+    with pytest.raises(ValueError) as exc:
+        run(script, tmp_path, "--capture-video", "--eval-episodes", "1")
+    assert 'pip install "gymnasium[other]"' in one_line_error(capsys, exc, script)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not installed("pygame") or not installed("moviepy"), reason="needs both")
+def test_filming_with_no_screen_prints_nothing_of_sdls(tmp_path):
+    # pygame's SDL, looking for a screen where none is, printed "error: XDG_RUNTIME_DIR is
+    # invalid or not set in the environment." before every filmed run
+    hidden = ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "SDL_VIDEODRIVER")
+    env = {k: v for k, v in os.environ.items() if k not in hidden}
+    argv = [*flags("--total-timesteps 64 --num-envs 1 --num-steps 64 --eval-episodes 1")]
+    done = cli([str(SCRIPTS[2].path), "--capture-video", *argv, "--run-dir", "r"], tmp_path, env)
+    assert done.returncode == 0 and "XDG" not in done.stderr and "SDL" not in done.stderr, done
+    assert list((tmp_path / "r" / "videos").glob("*.mp4")), done
+
+
 COMMON_BAD = [
     ("--total-timesteps", "0"),
     ("--num-envs", "0"),
@@ -1842,6 +1868,11 @@ def test_non_finite_loss_stops_naming_the_iteration(script, tmp_path, monkeypatc
 
 BAD_MODELS = [  # how each is written, and what its line says (issue 82: two lines, not one)
     pytest.param(None, "no such file", id="missing"),
+    pytest.param(  # a run folder, given for the file in it: it said "no such file"
+        lambda path, agent: path.mkdir(),
+        "is a folder: give a file of weights (there: none)",
+        id="a-folder",
+    ),
     pytest.param(
         lambda path, agent: path.write_text("not a model\n"),
         "not weights that --save-model wrote",
@@ -2771,6 +2802,9 @@ def test_a_run_going_on_in_one_process_is_refused_to_another(tmp_path):
     try:
         with pytest.raises(ValueError, match="is going on in another process; wait for its end$"):
             run(script, tmp_path, "--resume", first["run_dir"], "--total-timesteps", "640")
+        # given as --run-dir, its line offered that --resume, which is refused so
+        with pytest.raises(ValueError, match="is going on in another process; wait for its end$"):
+            run(script, tmp_path, "--run-dir", first["run_dir"])
     finally:
         os.close(held)
     now = {path: path.read_bytes() for path in Path(first["run_dir"]).rglob("*") if path.is_file()}
@@ -3595,7 +3629,8 @@ def test_a_disk_full_at_the_start_is_one_line(small_disk, monkeypatch, capsys):
     with pytest.raises(OSError) as exc:
         script.module.train(script.module.parse_args(["--run-dir", str(small_disk / "run")]))
     assert isinstance(exc.value, script.module.WriteError) and exc.value.status == 1
-    assert str(exc.value).startswith(f"ppo_gae.py: error: cannot write {small_disk / 'run'}")
+    events = f"{small_disk / 'run'}/events.out.tfevents."  # the file: it named the folder
+    assert str(exc.value).startswith(f"ppo_gae.py: error: cannot write {events}"), exc.value
     assert str(exc.value).endswith(": No space left on device")
     err = capsys.readouterr().err
     assert "Traceback" not in err and "Exception in thread" not in err, err
