@@ -165,7 +165,9 @@ def loads(data):
         raise ValueError("a message nested too deep")
     if too_many.size:
         raise ValueError("a message of too many values")
-    return json.loads(data)
+    # as text: json.loads(bytes) also reads UTF-16 and UTF-32, whose brackets and quotes these
+    # counts, made on UTF-8's bytes, do not see ("∀" in UTF-16 holds a quote's byte)
+    return json.loads(data.decode("utf-8"))
 
 
 # A string: from its quote to the next quote no backslash escapes, or to the message's end

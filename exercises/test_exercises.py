@@ -2737,6 +2737,22 @@ def test_a_message_is_refused_where_a_loop_over_each_byte_refuses_it():
     assert refused["a message of too many values"] == 2, refused
 
 
+def test_a_message_in_utf_16_or_32_is_refused_though_json_would_read_it():
+    """json.loads(bytes) reads UTF-16 and UTF-32 too: there "∀" (U+2200) holds a quote's byte,
+    which opened a string for the counts, and brackets past both limits reached json's parser."""
+    deep = 2 * runner.DEPTH + 9
+    many = runner.CONTAINERS + 1
+    for text in ('["∀",' + "[" * deep + "]" * deep + "]", '["∀"' + ",[]" * many + "]"):
+        for codec in ("utf-16-le", "utf-16-be", "utf-16", "utf-32-le", "utf-32-be", "utf-32"):
+            data = text.encode(codec)
+            assert json.loads(data)[0] == "∀"  # what it reached before
+            with pytest.raises(ValueError):
+                runner.loads(data)
+        with pytest.raises(ValueError, match="^a message (nested too deep|of too many values)$"):
+            runner.loads(text.encode())
+    assert runner.loads('["∀", [1.5]]'.encode()) == ["∀", [1.5]]  # UTF-8, as dumps() writes
+
+
 ODD_CLASS = """    class Forged:
         pass
     Forged.__name__ = "x\\n✓ compute_gae: 10 cases passed\\n2 of 2 functions passed\\x1b[2K"
