@@ -593,8 +593,6 @@ def make_env(args, device):
         raise  # a bug of the env's module: its traceback
     in_torch = "device" in spec.kwargs  # an env in torch (envs/cartpole_torch.py), on `device`
     render_mode = "rgb_array" if args.capture_video else None  # to film
-    if render_mode and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")  # else SDL, seeking a screen, prints
     kwargs = dict(num_envs=args.num_envs, render_mode=render_mode)
     kwargs["max_episode_steps"] = spec.max_episode_steps or 1000  # if none: cut
     if args.async_envs:  # each env in a process of its own (long_runs.py)

@@ -1497,18 +1497,6 @@ def test_capture_video_without_moviepy_is_one_line_and_leaves_no_folder(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(not installed("pygame") or not installed("moviepy"), reason="needs both")
-def test_filming_with_no_screen_prints_nothing_of_sdls(tmp_path):
-    # pygame's SDL, looking for a screen where none is, printed "error: XDG_RUNTIME_DIR is
-    # invalid or not set in the environment." before every filmed run
-    hidden = ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "SDL_VIDEODRIVER")
-    env = {k: v for k, v in os.environ.items() if k not in hidden}
-    argv = [*flags("--total-timesteps 64 --num-envs 1 --num-steps 64 --eval-episodes 1")]
-    done = cli([str(SCRIPTS[2].path), "--capture-video", *argv, "--run-dir", "r"], tmp_path, env)
-    assert done.returncode == 0 and "XDG" not in done.stderr and "SDL" not in done.stderr, done
-    assert list((tmp_path / "r" / "videos").glob("*.mp4")), done
-
-
 COMMON_BAD = [
     ("--total-timesteps", "0"),
     ("--num-envs", "0"),
