@@ -597,7 +597,7 @@ def set_up(args):
     events = folder and any(Path(run_dir).glob("events.out.tfevents.*"))
     checkpoint = run_dir and os.path.exists(f"{run_dir}/checkpoint.pt")
     if not args.resume and (events or checkpoint):
-        if running(run_dir):  # long_runs.py's lock: --resume would be refused too
+        if running(run_dir):  # its --resume would be refused, so the line offers none
             fail(f"the run in {run_dir} is going on in another process; wait for its end")
         afresh = "to start afresh, give another --run-dir or delete it"
         resume = f"--resume={importlib.import_module('shlex').quote(run_dir)}"  # to paste as is
@@ -823,10 +823,13 @@ class Log:
             why = f"the run folder {self.run_dir} is gone" if gone else os.strerror(code)
             fail(f"cannot write {os.fsdecode(error.filename or self.events())}: {why}", OSError)
 
-    def events(self):  # an error that names no file is TensorBoard's: save() names its own
-        pattern = f"events.out.tfevents.*.{os.getpid()}.*"  # TIME.HOST.PID.N: this process's
+    def events(self):
+        """The file a write failed on, where the error names none. Such an error is TensorBoard's
+        (save() names its own file), so it is this process's newest events file, whose name
+        ends TIME.HOST.PID.N; where the folder is gone, the folder."""
+        pattern = f"events.out.tfevents.*.{os.getpid()}.*"
         ours = sorted(Path(self.run_dir).glob(pattern)) if self.run_dir else []
-        return ours[-1] if ours else self.run_dir  # the newest; none: the folder is gone
+        return ours[-1] if ours else self.run_dir
 
     def iterations(self, num_iterations):  # 1 to N (None: till train() stops), on from the last
         rollout = self.args.num_envs * self.args.num_steps  # update; --load-model: none

@@ -2693,7 +2693,12 @@ def counted_by_each_byte(data):
     in_string = escaped = False
     for byte in data:
         if in_string:
-            escaped, in_string = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+            if escaped:  # the byte after a backslash ends nothing
+                escaped = False
+            elif byte == 0x5C:  # a backslash
+                escaped = True
+            elif byte == 0x22:  # the closing quote
+                in_string = False
         elif byte == 0x22:
             in_string = True
         elif byte in b"[{":
