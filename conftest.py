@@ -21,7 +21,8 @@ ROOT = Path(__file__).parent
 # seconds takes five times as long, and a verdict must not depend on that.
 HANG = 600
 # One torch (OpenMP) thread a process, in the workers and all they start: pytest-xdist runs a
-# worker a core, and every core for each backfires beside the others (docs/results.md, threads).
+# worker a core and one more (below), and every core for each backfires beside the others
+# (docs/results.md, threads).
 # The scripts take theirs from --threads; a test that needs more sets them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # A shell starts a background job (`python -m pytest &`, nohup, a script's `&`) with Ctrl-C
@@ -35,6 +36,14 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # must never stand in for the script
 sys.path.insert(0, str(ROOT / "exercises"))
 sys.path.insert(0, str(ROOT))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker a core, and one more. Many tests wait on what they start (a sandbox, a
+    kernel, a signal's effect, a wall clock that ends a sleep), and with a worker a core those
+    waits left a core idle for a tenth of the run; the extra worker runs a test in them."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
 
 
 def flags(text):

@@ -34,6 +34,7 @@ arXiv:2109.11978, for the learning rate that follows the KL.
 import argparse
 import contextlib
 import functools
+import gc
 import importlib
 import os
 import random
@@ -1116,6 +1117,8 @@ def check_finite(loss, iteration):
 
 
 if __name__ == "__main__":
+    # What the imports made lives as long as the run, so the garbage collector skips it.
+    gc.freeze()
     args = None  # parse_args()'s, once it has read the flags
     try:
         result = train(args := parse_args())

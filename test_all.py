@@ -3337,11 +3337,11 @@ def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
     # an explanation a reader needs stays (judged by reading). `pytest -s` shows them.
     print(f"{script.path.name}: lesson {divider - 1} lines, support {len(lines) - divider}")
     main = lines.index('if __name__ == "__main__":')
-    assert lines[main + 2 : main + 4] == [
+    assert lines[main + 4 : main + 6] == [
         "    try:",
         "        result = train(args := parse_args())",
     ]
-    assert main > len(lines) - 17  # the command line, last and short
+    assert main > len(lines) - 19  # the command line, last and short
 
 
 def test_the_quick_check_selects_every_scripts_pure_functions_a_run_and_the_support_text():
@@ -4622,7 +4622,8 @@ def test_any_flags_any_values_exit_0_1_or_2_in_one_line(script):
 
 def test_the_readme_gives_the_number_of_random_command_lines_the_suite_runs():
     # It said 200 after the count had come down to 50
-    said = re.findall(r"(\d+) random command\s+lines a\s+script", (ROOT / "README.md").read_text())
+    phrase = r"(\d+)\s+random\s+command\s+lines\s+a\s+script"  # a line may break anywhere in it
+    said = re.findall(phrase, (ROOT / "README.md").read_text())
     assert said == [re.search(r'"FUZZ_EXAMPLES", "(\d+)"', Path(__file__).read_text())[1]]
 
 
