@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: a worker a core, and one more. Many tests wait on what they start (a sandbox, a
     kernel, a signal's effect, a wall clock that ends a sleep), and with a worker a core those
-    waits left a core idle for a tenth of the run; the extra worker runs a test in them."""
+    waits left a core idle for a tenth of the run. The extra worker runs a test in them."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (cores or 1) + 1
 

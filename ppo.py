@@ -23,7 +23,6 @@ Paper: Schulman et al. (2017), "Proximal Policy Optimization Algorithms", arXiv:
 import argparse
 import contextlib
 import functools
-import gc
 import importlib
 import os
 import random
@@ -940,6 +939,8 @@ def check_finite(loss, iteration):
 
 
 if __name__ == "__main__":
+    import gc
+
     # What the imports made lives as long as the run, so the garbage collector skips it.
     gc.freeze()
     args = None  # parse_args()'s, once it has read the flags

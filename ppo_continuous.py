@@ -34,7 +34,6 @@ arXiv:2109.11978, for the learning rate that follows the KL.
 import argparse
 import contextlib
 import functools
-import gc
 import importlib
 import os
 import random
@@ -1117,6 +1116,8 @@ def check_finite(loss, iteration):
 
 
 if __name__ == "__main__":
+    import gc
+
     # What the imports made lives as long as the run, so the garbage collector skips it.
     gc.freeze()
     args = None  # parse_args()'s, once it has read the flags

@@ -33,7 +33,6 @@ Advantage Estimation", arXiv:1506.02438; Schulman et al. (2017), arXiv:1707.0634
 import argparse
 import contextlib
 import functools
-import gc
 import importlib
 import os
 import random
@@ -1030,6 +1029,8 @@ def check_finite(loss, iteration):
 
 
 if __name__ == "__main__":
+    import gc
+
     # What the imports made lives as long as the run, so the garbage collector skips it.
     gc.freeze()
     args = None  # parse_args()'s, once it has read the flags

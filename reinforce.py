@@ -39,7 +39,6 @@ connectionist reinforcement learning". Reward-to-go: Sutton & Barto (2018), ch. 
 import argparse
 import contextlib
 import functools
-import gc
 import importlib
 import os
 import random
@@ -879,6 +878,8 @@ def check_finite(loss, iteration):
 
 
 if __name__ == "__main__":
+    import gc
+
     # What the imports made lives as long as the run, so the garbage collector skips it.
     gc.freeze()
     args = None  # parse_args()'s, once it has read the flags

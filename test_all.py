@@ -3337,11 +3337,11 @@ def test_the_lesson_comes_first_then_the_divider_then_the_support_code(script):
     # an explanation a reader needs stays (judged by reading). `pytest -s` shows them.
     print(f"{script.path.name}: lesson {divider - 1} lines, support {len(lines) - divider}")
     main = lines.index('if __name__ == "__main__":')
-    assert lines[main + 4 : main + 6] == [
+    assert lines[main + 6 : main + 8] == [
         "    try:",
         "        result = train(args := parse_args())",
     ]
-    assert main > len(lines) - 19  # the command line, last and short
+    assert main > len(lines) - 21  # the command line, last and short
 
 
 def test_the_quick_check_selects_every_scripts_pure_functions_a_run_and_the_support_text():

@@ -31,7 +31,6 @@ Generalized Advantage Estimation", section 2 on baselines.
 import argparse
 import contextlib
 import functools
-import gc
 import importlib
 import os
 import random
@@ -928,6 +927,8 @@ def check_finite(loss, iteration):
 
 
 if __name__ == "__main__":
+    import gc
+
     # What the imports made lives as long as the run, so the garbage collector skips it.
     gc.freeze()
     args = None  # parse_args()'s, once it has read the flags

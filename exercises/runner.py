@@ -462,9 +462,9 @@ def main():
     memory, seconds, sandboxed = (int(x) for x in sys.argv[1:4])
     if sandboxed and not unprivileged():
         sys.exit(3)  # deny by default: a sandbox that would not hold runs nothing
-    # torch's objects (some 290,000) live as long as the child: frozen, the garbage collector
-    # never looks at them again, while the student's code runs or as Python ends (0.2 s of a
-    # core a child, one a student and rung)
+    # Torch's objects (some 290,000) live as long as the child. Frozen, they are never scanned
+    # by the garbage collector again, while the student's code runs or as Python ends. That
+    # saves 0.2 s of a core in each child, and the grader starts one for each student and rung.
     gc.freeze()
     requests = Connection(os.dup(0), writable=False)
     answers = Connection(os.dup(1), readable=False)
